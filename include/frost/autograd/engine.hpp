@@ -1,0 +1,154 @@
+// The backward engine: visits the nodes reachable from the roots in
+// decreasing sequence number (reverse tape order), so a node runs only after
+// every gradient for its output has arrived, and frees each node's saved
+// tensors after use unless the graph is retained.
+#pragma once
+#include <queue>
+#include <unordered_map>
+#include <vector>
+
+#include "node.hpp"
+
+namespace frost::autograd {
+
+namespace detail {
+
+template <class T>
+struct BySeq {
+  bool operator()(const Node<T>* a, const Node<T>* b) const { return a->seq < b->seq; }
+};
+
+template <class T>
+void accumulate(Tensor<T>& slot, Tensor<T> g) {
+  if (!slot.defined()) slot = std::move(g);
+  else slot = slot + g;
+}
+
+/// Adds `g` into a leaf's .grad: in place when nobody else holds the buffer,
+/// out of place otherwise (and under create_graph, so .grad keeps history).
+template <class T>
+void accumulate_leaf(TensorImpl<T>& leaf, Tensor<T> g, bool create_graph) {
+  if (!create_graph) g = g.detach();
+  if (!leaf.grad) {
+    const bool exclusive = g.impl()->use_count() == 1 && g.impl()->storage->use_count() == 1 && !g.impl()->is_view;
+    leaf.grad = (exclusive || create_graph) ? g.impl_ref() : g.clone().impl_ref();
+    return;
+  }
+  Tensor<T> cur(leaf.grad);
+  if (!create_graph && !cur.requires_grad() && cur.impl()->use_count() == 2 && cur.impl()->storage->use_count() == 1 &&
+      cur.shape() == g.shape()) {
+    NoGradGuard ng;
+    cur.add_(g);
+    return;
+  }
+  leaf.grad = (cur + g).impl_ref();
+}
+
+}  // namespace detail
+
+/// Runs backward from `roots` with seed gradients `grads`. When `inputs` is
+/// non-empty the gradients w.r.t. those tensors are returned instead of being
+/// accumulated into .grad (autograd::grad).
+template <class T>
+std::vector<Tensor<T>> run_backward(const std::vector<Tensor<T>>& roots, const std::vector<Tensor<T>>& grads,
+                                    bool retain_graph, bool create_graph,
+                                    const std::vector<Tensor<T>>& inputs = {}) {
+  const bool capture = !inputs.empty();
+  std::vector<Tensor<T>> captured(inputs.size());
+  std::unordered_map<const void*, std::size_t> capture_at;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    FROST_CHECK(inputs[i].requires_grad(), "frost::autograd::grad: input ", i, " of shape ", inputs[i].shape().str(),
+                " does not require grad");
+    const void* key = inputs[i].impl()->grad_fn ? static_cast<const void*>(inputs[i].impl()->grad_fn.get())
+                                                : static_cast<const void*>(inputs[i].impl());
+    capture_at[key] = i;
+  }
+
+  AutoGradMode mode(create_graph);
+  std::priority_queue<Node<T>*, std::vector<Node<T>*>, detail::BySeq<T>> ready;
+  std::vector<Ref<Node<T>>> keep;  // nodes stay alive while queued
+
+  auto send = [&](const Edge<T>& e, Tensor<T> g) {
+    if (e.fn) {
+      detail::accumulate(e.fn->grad_buf, std::move(g));
+      if (!e.fn->queued) {
+        e.fn->queued = true;
+        keep.push_back(e.fn);
+        ready.push(e.fn.get());
+      }
+    } else if (e.leaf) {
+      if (capture) {
+        auto it = capture_at.find(e.leaf.get());
+        if (it != capture_at.end()) detail::accumulate(captured[it->second], std::move(g));
+      } else {
+        detail::accumulate_leaf(*e.leaf, std::move(g), create_graph);
+      }
+    }
+  };
+
+  for (std::size_t i = 0; i < roots.size(); ++i) {
+    const Tensor<T>& r = roots[i];
+    FROST_CHECK(r.requires_grad(), "frost::backward: element ", i, " of the outputs (shape ", r.shape().str(),
+                ") does not require grad and has no grad_fn");
+    Tensor<T> g = grads.size() > i ? grads[i] : Tensor<T>();
+    if (!g.defined()) {
+      FROST_CHECK(r.numel() == 1, "frost::backward: a gradient can only be implied for one-element outputs, but the "
+                                  "output has shape ", r.shape().str(), "; pass backward(grad) with that shape");
+      g = Tensor<T>::ones(r.shape(), r.device());
+    } else {
+      FROST_CHECK(g.shape() == r.shape(), "frost::backward: gradient of shape ", g.shape().str(),
+                  " does not match the output's shape ", r.shape().str());
+    }
+    if (capture) {
+      auto it = capture_at.find(r.impl()->grad_fn ? static_cast<const void*>(r.impl()->grad_fn.get())
+                                                  : static_cast<const void*>(r.impl()));
+      if (it != capture_at.end() && !r.impl()->grad_fn) detail::accumulate(captured[it->second], g);
+    }
+    send(r.impl()->grad_fn ? Edge<T>{r.impl()->grad_fn, {}} : Edge<T>{{}, r.impl_ref()}, std::move(g));
+  }
+
+  std::vector<Tensor<T>> dx;
+  try {
+    while (!ready.empty()) {
+      Node<T>* n = ready.top();
+      ready.pop();
+      n->queued = false;
+      Tensor<T> dy = std::move(n->grad_buf);
+      n->grad_buf = Tensor<T>();
+      if (capture) {
+        auto it = capture_at.find(n);
+        if (it != capture_at.end()) detail::accumulate(captured[it->second], dy);
+      }
+      FROST_CHECK(!n->released, "frost::backward: trying to backward through the graph a second time (", n->name(),
+                  " already freed its saved tensors); pass retain_graph=true to the first backward");
+      dx.assign(n->next.size(), Tensor<T>());
+      n->apply(dy, Grads<T>{dx.data(), &n->next});
+      if (!retain_graph) {
+        n->release_saved();
+        n->released = true;
+      }
+      for (std::size_t i = 0; i < n->next.size(); ++i)
+        if (dx[i].defined() && n->next[i].needed()) send(n->next[i], std::move(dx[i]));
+    }
+  } catch (...) {
+    while (!ready.empty()) {  // leave no half-filled buffers behind
+      ready.top()->queued = false;
+      ready.top()->grad_buf = Tensor<T>();
+      ready.pop();
+    }
+    throw;
+  }
+  return captured;
+}
+
+/// Gradients of `outputs` w.r.t. `inputs` (like torch.autograd.grad); with
+/// create_graph the results carry history for higher derivatives.
+template <class T>
+std::vector<Tensor<T>> grad(const std::vector<Tensor<T>>& outputs, const std::vector<Tensor<T>>& inputs,
+                            const std::vector<Tensor<T>>& grad_outputs = {}, bool retain_graph = false,
+                            bool create_graph = false) {
+  FROST_CHECK(!inputs.empty(), "frost::autograd::grad: no inputs given");
+  return run_backward(outputs, grad_outputs, retain_graph || create_graph, create_graph, inputs);
+}
+
+}  // namespace frost::autograd

@@ -1,0 +1,168 @@
+// CPU elementwise kernels over the shared functors. The contiguous loops are
+// instantiated per op so the functor's switch folds away and the loop
+// vectorises; strided and broadcast layouts take one generic loop.
+#pragma once
+#include <cstdint>
+
+#include "../../core/functors.hpp"
+#include "../../core/philox.hpp"
+#include "../view.hpp"
+#include "loop.hpp"
+#include "parallel.hpp"
+
+namespace frost::cpu {
+
+template <UnaryOp OP, class T>
+void unary_dense(const T* x, T* y, std::int64_t n, T p0, T p1) {
+  parallel_for(n, kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) y[i] = fn::unary<T>(OP, x[i], p0, p1);
+  });
+}
+
+template <BinaryOp OP, class T>
+void binary_dense(const T* a, const T* b, T* y, std::int64_t n, T p) {
+  parallel_for(n, kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; ++i) y[i] = fn::binary<T>(OP, a[i], b[i], p);
+  });
+}
+
+// a dense, b one value (x + bias scalar, x * mask scalar): the other common case.
+template <BinaryOp OP, class T>
+void binary_dense_scalar(const T* a, T bv, T* y, std::int64_t n, T p) {
+  parallel_for(n, kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; ++i) y[i] = fn::binary<T>(OP, a[i], bv, p);
+  });
+}
+
+template <class T>
+void unary(UnaryOp op, View<const T> x, View<T> y, T p0, T p1) {
+  const std::int64_t n = y.numel();
+  if (n == 0) return;
+  if (x.is_contiguous() && y.is_contiguous()) {
+    switch (op) {
+#define FROST_CASE(name) \
+  case UnaryOp::name: return unary_dense<UnaryOp::name, T>(x.data, y.data, n, p0, p1);
+      FROST_UNARY_OPS(FROST_CASE)
+#undef FROST_CASE
+    }
+  }
+  Loop<2> loop(y.shape, {&y.strides, &x.strides});
+  const std::int64_t sy = loop.inner_stride(0), sx = loop.inner_stride(1);
+  parallel_for(n, kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+    loop.run(b, e, [&](const auto& off, std::int64_t cnt) {
+      T* yp = y.data + off[0];
+      const T* xp = x.data + off[1];
+      for (std::int64_t i = 0; i < cnt; ++i) yp[i * sy] = fn::unary<T>(op, xp[i * sx], p0, p1);
+    });
+  });
+}
+
+template <class T>
+void binary(BinaryOp op, View<const T> a, View<const T> b, View<T> y, T p) {
+  const std::int64_t n = y.numel();
+  if (n == 0) return;
+  if (y.is_contiguous() && a.is_contiguous()) {
+    if (b.is_contiguous()) {
+      switch (op) {
+#define FROST_CASE(name) \
+  case BinaryOp::name: return binary_dense<BinaryOp::name, T>(a.data, b.data, y.data, n, p);
+        FROST_BINARY_OPS(FROST_CASE)
+#undef FROST_CASE
+      }
+    }
+    bool scalar_b = true;
+    for (auto s : b.strides) scalar_b = scalar_b && s == 0;
+    if (scalar_b) {
+      switch (op) {
+#define FROST_CASE(name) \
+  case BinaryOp::name: return binary_dense_scalar<BinaryOp::name, T>(a.data, *b.data, y.data, n, p);
+        FROST_BINARY_OPS(FROST_CASE)
+#undef FROST_CASE
+      }
+    }
+  }
+  Loop<3> loop(y.shape, {&y.strides, &a.strides, &b.strides});
+  const std::int64_t sy = loop.inner_stride(0), sa = loop.inner_stride(1), sb = loop.inner_stride(2);
+  parallel_for(n, kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
+    loop.run(lo, hi, [&](const auto& off, std::int64_t cnt) {
+      T* yp = y.data + off[0];
+      const T* ap = a.data + off[1];
+      const T* bp = b.data + off[2];
+      for (std::int64_t i = 0; i < cnt; ++i) yp[i * sy] = fn::binary<T>(op, ap[i * sa], bp[i * sb], p);
+    });
+  });
+}
+
+template <class T>
+void where(View<const T> c, View<const T> a, View<const T> b, View<T> y) {
+  const std::int64_t n = y.numel();
+  if (n == 0) return;
+  Loop<4> loop(y.shape, {&y.strides, &c.strides, &a.strides, &b.strides});
+  const std::int64_t sy = loop.inner_stride(0), sc = loop.inner_stride(1), sa = loop.inner_stride(2),
+                     sb = loop.inner_stride(3);
+  parallel_for(n, kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
+    loop.run(lo, hi, [&](const auto& off, std::int64_t cnt) {
+      T* yp = y.data + off[0];
+      const T *cp = c.data + off[1], *ap = a.data + off[2], *bp = b.data + off[3];
+      for (std::int64_t i = 0; i < cnt; ++i) yp[i * sy] = cp[i * sc] != T(0) ? ap[i * sa] : bp[i * sb];
+    });
+  });
+}
+
+template <class T>
+void copy(View<const T> x, View<T> y) {
+  const std::int64_t n = y.numel();
+  if (n == 0) return;
+  if (x.is_contiguous() && y.is_contiguous()) {
+    const T* xp = x.data;
+    T* yp = y.data;
+    parallel_for(n, kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i) yp[i] = xp[i];
+    });
+    return;
+  }
+  Loop<2> loop(y.shape, {&y.strides, &x.strides});
+  const std::int64_t sy = loop.inner_stride(0), sx = loop.inner_stride(1);
+  parallel_for(n, kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+    loop.run(b, e, [&](const auto& off, std::int64_t cnt) {
+      T* yp = y.data + off[0];
+      const T* xp = x.data + off[1];
+      for (std::int64_t i = 0; i < cnt; ++i) yp[i * sy] = xp[i * sx];
+    });
+  });
+}
+
+template <class T>
+void fill(View<T> y, T value) {
+  const std::int64_t n = y.numel();
+  if (n == 0) return;
+  Loop<1> loop(y.shape, {&y.strides});
+  const std::int64_t sy = loop.inner_stride(0);
+  parallel_for(n, kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+    loop.run(b, e, [&](const auto& off, std::int64_t cnt) {
+      T* yp = y.data + off[0];
+      for (std::int64_t i = 0; i < cnt; ++i) yp[i * sy] = value;
+    });
+  });
+}
+
+template <class T>
+void random(View<T> y, philox::Dist dist, std::uint64_t seed, std::uint64_t offset, double lo, double hi) {
+  const std::int64_t n = y.numel();
+  if (n == 0) return;
+  // Element i of the draw goes to flat (row-major) position i of y, whatever
+  // the thread split: the numbers depend on (seed, offset, i) only.
+  Loop<1> loop(y.shape, {&y.strides});
+  const std::int64_t sy = loop.inner_stride(0);
+  using S = std::conditional_t<sizeof(T) == 4, float, double>;
+  parallel_for(n, kParallelGrain / 4, [&](std::int64_t b, std::int64_t e) {
+    std::int64_t i = b;
+    loop.run(b, e, [&](const auto& off, std::int64_t cnt) {
+      T* yp = y.data + off[0];
+      for (std::int64_t j = 0; j < cnt; ++j, ++i)
+        yp[j * sy] = static_cast<T>(philox::sample<S>(dist, seed, offset, static_cast<std::uint64_t>(i), lo, hi));
+    });
+  });
+}
+
+}  // namespace frost::cpu

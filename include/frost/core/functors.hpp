@@ -1,0 +1,137 @@
+// Elementwise math, written once as host+device functors: the CPU backend
+// loops over them and the CUDA kernels call the same code, so CPU tests cover
+// the arithmetic of both. Each list below is the single place an elementwise
+// op kind is declared.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "macros.hpp"
+
+namespace frost {
+
+// Unary ops: y = f(x; p0, p1). The parameter is the scalar of scalar forms
+// (x + c), the slope of leaky_relu, the bounds of clamp, the exponent of pow.
+#define FROST_UNARY_OPS(X) \
+  X(neg) X(abs) X(sign) X(exp) X(log) X(sqrt) X(rsqrt) X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(leaky_relu) \
+  X(gelu) X(silu) X(erf) X(clamp) X(pow_scalar) X(rpow_scalar) X(add_scalar) X(mul_scalar) X(rsub_scalar)    \
+  X(rdiv_scalar) X(eq_scalar) X(ne_scalar) X(lt_scalar) X(le_scalar) X(gt_scalar) X(ge_scalar) X(copy)
+
+// Binary ops: y = f(a, b; p). The *_backward entries are the fused gradient
+// kernels backward rules call (dy, saved) -> dx; they are ops too, so their
+// own gradients make second derivatives work.
+#define FROST_BINARY_OPS(X)                                                                                   \
+  X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(relu_backward) \
+  X(tanh_backward) X(sigmoid_backward) X(leaky_relu_backward) X(gelu_backward) X(silu_backward)
+
+#define FROST_ENUM_ENTRY(name) name,
+enum class UnaryOp : std::uint8_t { FROST_UNARY_OPS(FROST_ENUM_ENTRY) };
+enum class BinaryOp : std::uint8_t { FROST_BINARY_OPS(FROST_ENUM_ENTRY) };
+#undef FROST_ENUM_ENTRY
+
+namespace fn {
+
+template <class T>
+FROST_HOST_DEVICE inline T sigmoid(T x) {
+  // Split on the sign so exp never overflows.
+  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+  const T e = std::exp(x);
+  return e / (T(1) + e);
+}
+template <class T>
+FROST_HOST_DEVICE inline T gelu(T x) {
+  return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+}
+/// d gelu / dx = Phi(x) + x phi(x)
+template <class T>
+FROST_HOST_DEVICE inline T gelu_grad(T x) {
+  const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  const T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);
+  return cdf + x * pdf;
+}
+/// d silu / dx = s (1 + x (1 - s)), s = sigmoid(x)
+template <class T>
+FROST_HOST_DEVICE inline T silu_grad(T x) {
+  const T s = sigmoid(x);
+  return s * (T(1) + x * (T(1) - s));
+}
+
+template <class T>
+FROST_HOST_DEVICE inline T unary(UnaryOp op, T x, T p0, T p1) {
+  switch (op) {
+    case UnaryOp::neg: return -x;
+    case UnaryOp::abs: return x < T(0) ? -x : x;
+    case UnaryOp::sign: return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+    case UnaryOp::exp: return std::exp(x);
+    case UnaryOp::log: return std::log(x);
+    case UnaryOp::sqrt: return std::sqrt(x);
+    case UnaryOp::rsqrt: return T(1) / std::sqrt(x);
+    case UnaryOp::sin: return std::sin(x);
+    case UnaryOp::cos: return std::cos(x);
+    case UnaryOp::tanh: return std::tanh(x);
+    case UnaryOp::sigmoid: return sigmoid(x);
+    case UnaryOp::relu: return x > T(0) ? x : T(0);
+    case UnaryOp::leaky_relu: return x > T(0) ? x : x * p0;
+    case UnaryOp::gelu: return gelu(x);
+    case UnaryOp::silu: return x * sigmoid(x);
+    case UnaryOp::erf: return std::erf(x);
+    case UnaryOp::clamp: return x < p0 ? p0 : (x > p1 ? p1 : x);
+    case UnaryOp::pow_scalar: return std::pow(x, p0);
+    case UnaryOp::rpow_scalar: return std::pow(p0, x);
+    case UnaryOp::add_scalar: return x + p0;
+    case UnaryOp::mul_scalar: return x * p0;
+    case UnaryOp::rsub_scalar: return p0 - x;
+    case UnaryOp::rdiv_scalar: return p0 / x;
+    case UnaryOp::eq_scalar: return T(x == p0);
+    case UnaryOp::ne_scalar: return T(x != p0);
+    case UnaryOp::lt_scalar: return T(x < p0);
+    case UnaryOp::le_scalar: return T(x <= p0);
+    case UnaryOp::gt_scalar: return T(x > p0);
+    case UnaryOp::ge_scalar: return T(x >= p0);
+    case UnaryOp::copy: return x;
+  }
+  return x;
+}
+
+template <class T>
+FROST_HOST_DEVICE inline T binary(BinaryOp op, T a, T b, T p) {
+  switch (op) {
+    case BinaryOp::add: return a + b;
+    case BinaryOp::sub: return a - b;
+    case BinaryOp::mul: return a * b;
+    case BinaryOp::div: return a / b;
+    case BinaryOp::pow: return std::pow(a, b);
+    case BinaryOp::maximum: return a > b ? a : b;
+    case BinaryOp::minimum: return a < b ? a : b;
+    case BinaryOp::eq: return T(a == b);
+    case BinaryOp::ne: return T(a != b);
+    case BinaryOp::lt: return T(a < b);
+    case BinaryOp::le: return T(a <= b);
+    case BinaryOp::gt: return T(a > b);
+    case BinaryOp::ge: return T(a >= b);
+    // (dy, y): relu's output y > 0 exactly where the input was.
+    case BinaryOp::relu_backward: return b > T(0) ? a : T(0);
+    case BinaryOp::tanh_backward: return a * (T(1) - b * b);
+    case BinaryOp::sigmoid_backward: return a * b * (T(1) - b);
+    // (dy, x): these need the input, not the output.
+    case BinaryOp::leaky_relu_backward: return b > T(0) ? a : a * p;
+    case BinaryOp::gelu_backward: return a * gelu_grad(b);
+    case BinaryOp::silu_backward: return a * silu_grad(b);
+  }
+  return a;
+}
+
+}  // namespace fn
+
+#define FROST_NAME_ENTRY(name) #name,
+inline const char* op_name(UnaryOp op) {
+  static constexpr const char* names[] = {FROST_UNARY_OPS(FROST_NAME_ENTRY)};
+  return names[static_cast<int>(op)];
+}
+inline const char* op_name(BinaryOp op) {
+  static constexpr const char* names[] = {FROST_BINARY_OPS(FROST_NAME_ENTRY)};
+  return names[static_cast<int>(op)];
+}
+#undef FROST_NAME_ENTRY
+
+}  // namespace frost

@@ -1,0 +1,439 @@
+// Elementwise ops: forward through the backend's functor kernels, backward
+// rules written with ops (fused *_backward kernels where a rule would
+// otherwise take several passes), so second derivatives work.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "common.hpp"
+
+namespace frost {
+
+template <class T>
+Tensor<T> sum_to(const Tensor<T>& x, const Shape& shape);
+
+namespace detail {
+
+enum class Save { none, input, output };
+
+/// Runs unary kernel `k` and records `op` with nothing, the input, or the output saved.
+template <Save W, class Op, class T>
+Tensor<T> unary_op(UnaryOp k, const Tensor<T>& x, Op op, T p0 = T(0), T p1 = T(0)) {
+  auto y = unary_raw(k, x, p0, p1);
+  if (any_requires_grad<T>({&x})) {
+    if constexpr (W == Save::none) record(y, std::move(op), {&x});
+    else if constexpr (W == Save::input) record(y, std::move(op), {&x}, SavedTensor<T>::input(x));
+    else record(y, std::move(op), {&x}, SavedTensor<T>::output(y));
+  }
+  return y;
+}
+
+template <class T>
+Tensor<T> binary_grad(BinaryOp k, const Tensor<T>& a, const Tensor<T>& b, T p = T(0));
+
+}  // namespace detail
+
+// Each op struct: `name` for errors and the tracer, attributes as members,
+// and `backward(dy, dx, saved...)` next to the forward below it.
+
+/// y = -x; dx = -dy
+struct NegOp {
+  static constexpr const char* name = "neg";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g) const { g[0] = -dy; }
+};
+template <FloatScalar T> Tensor<T> neg(const Tensor<T>& x) { return detail::unary_op<detail::Save::none>(UnaryOp::neg, x, NegOp{}); }
+
+/// y = |x|; dx = dy sign(x)
+struct AbsOp {
+  static constexpr const char* name = "abs";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const { g[0] = dy * x.sign(); }
+};
+template <FloatScalar T> Tensor<T> abs(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::abs, x, AbsOp{}); }
+
+/// y = sign(x): piecewise constant, so no gradient flows.
+template <FloatScalar T> Tensor<T> sign(const Tensor<T>& x) { return detail::unary_raw(UnaryOp::sign, x); }
+
+/// y = e^x; dx = dy y
+struct ExpOp {
+  static constexpr const char* name = "exp";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const { g[0] = dy * y; }
+};
+template <FloatScalar T> Tensor<T> exp(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::exp, x, ExpOp{}); }
+
+/// y = ln x; dx = dy / x
+struct LogOp {
+  static constexpr const char* name = "log";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const { g[0] = dy / x; }
+};
+template <FloatScalar T> Tensor<T> log(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::log, x, LogOp{}); }
+
+/// y = sqrt x; dx = dy / (2 y)
+struct SqrtOp {
+  static constexpr const char* name = "sqrt";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const { g[0] = dy / (y * T(2)); }
+};
+template <FloatScalar T> Tensor<T> sqrt(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::sqrt, x, SqrtOp{}); }
+
+/// y = 1 / sqrt x; dx = -dy y^3 / 2
+struct RsqrtOp {
+  static constexpr const char* name = "rsqrt";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
+    g[0] = dy * y.pow(T(3)) * T(-0.5);
+  }
+};
+template <FloatScalar T> Tensor<T> rsqrt(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::rsqrt, x, RsqrtOp{}); }
+
+/// y = sin x; dx = dy cos x
+struct SinOp {
+  static constexpr const char* name = "sin";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const { g[0] = dy * x.cos(); }
+};
+template <FloatScalar T> Tensor<T> sin(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::sin, x, SinOp{}); }
+
+/// y = cos x; dx = -dy sin x
+struct CosOp {
+  static constexpr const char* name = "cos";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const { g[0] = -(dy * x.sin()); }
+};
+template <FloatScalar T> Tensor<T> cos(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::cos, x, CosOp{}); }
+
+/// y = tanh x; dx = dy (1 - y^2)
+struct TanhOp {
+  static constexpr const char* name = "tanh";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
+    g[0] = detail::binary_grad(BinaryOp::tanh_backward, dy, y);
+  }
+};
+template <FloatScalar T> Tensor<T> tanh(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::tanh, x, TanhOp{}); }
+
+/// y = 1 / (1 + e^-x); dx = dy y (1 - y)
+struct SigmoidOp {
+  static constexpr const char* name = "sigmoid";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
+    g[0] = detail::binary_grad(BinaryOp::sigmoid_backward, dy, y);
+  }
+};
+template <FloatScalar T> Tensor<T> sigmoid(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::sigmoid, x, SigmoidOp{}); }
+
+/// y = max(x, 0); dx = dy (y > 0)
+struct ReluOp {
+  static constexpr const char* name = "relu";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
+    g[0] = detail::binary_grad(BinaryOp::relu_backward, dy, y);
+  }
+};
+template <FloatScalar T> Tensor<T> relu(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::relu, x, ReluOp{}); }
+
+/// y = x > 0 ? x : slope x
+struct LeakyReluOp {
+  static constexpr const char* name = "leaky_relu";
+  double slope;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
+    g[0] = detail::binary_grad(BinaryOp::leaky_relu_backward, dy, x, T(slope));
+  }
+};
+template <FloatScalar T> Tensor<T> leaky_relu(const Tensor<T>& x, double slope = 0.01) {
+  return detail::unary_op<detail::Save::input>(UnaryOp::leaky_relu, x, LeakyReluOp{slope}, T(slope));
+}
+
+/// y = x Phi(x) (exact, erf-based GELU)
+struct GeluOp {
+  static constexpr const char* name = "gelu";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
+    g[0] = detail::binary_grad(BinaryOp::gelu_backward, dy, x);
+  }
+};
+template <FloatScalar T> Tensor<T> gelu(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::gelu, x, GeluOp{}); }
+
+/// y = x sigmoid(x)
+struct SiluOp {
+  static constexpr const char* name = "silu";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
+    g[0] = detail::binary_grad(BinaryOp::silu_backward, dy, x);
+  }
+};
+template <FloatScalar T> Tensor<T> silu(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::silu, x, SiluOp{}); }
+
+/// y = erf x; dx = dy 2/sqrt(pi) e^(-x^2)
+struct ErfOp {
+  static constexpr const char* name = "erf";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
+    g[0] = dy * (x * x * T(-1)).exp() * T(1.12837916709551257390);
+  }
+};
+template <FloatScalar T> Tensor<T> erf(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::erf, x, ErfOp{}); }
+
+/// y = min(max(x, lo), hi); dx = dy where lo <= x <= hi
+struct ClampOp {
+  static constexpr const char* name = "clamp";
+  double lo, hi;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
+    g[0] = dy * (x >= T(lo)) * (x <= T(hi));
+  }
+};
+template <FloatScalar T> Tensor<T> clamp(const Tensor<T>& x, std::type_identity_t<T> lo, std::type_identity_t<T> hi) {
+  FROST_CHECK(!(lo > hi), "frost::clamp: lower bound ", lo, " is above upper bound ", hi);
+  return detail::unary_op<detail::Save::input>(UnaryOp::clamp, x, ClampOp{double(lo), double(hi)}, lo, hi);
+}
+
+/// y = x^e; dx = dy e x^(e-1)
+struct PowScalarOp {
+  static constexpr const char* name = "pow_scalar";
+  double e;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
+    g[0] = e == 0 ? dy * T(0) : dy * x.pow(T(e - 1)) * T(e);
+  }
+};
+template <FloatScalar T> Tensor<T> pow(const Tensor<T>& x, std::type_identity_t<T> e) {
+  return detail::unary_op<detail::Save::input>(UnaryOp::pow_scalar, x, PowScalarOp{double(e)}, e);
+}
+
+/// y = c^x; dx = dy y ln c
+struct RpowScalarOp {
+  static constexpr const char* name = "rpow_scalar";
+  double c;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
+    g[0] = dy * y * T(std::log(c));
+  }
+};
+template <FloatScalar T> Tensor<T> pow(std::type_identity_t<T> c, const Tensor<T>& x) {
+  return detail::unary_op<detail::Save::output>(UnaryOp::rpow_scalar, x, RpowScalarOp{double(c)}, c);
+}
+
+/// y = x + c; dx = dy
+struct AddScalarOp {
+  static constexpr const char* name = "add_scalar";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g) const { g[0] = dy; }
+};
+/// y = x c; dx = dy c
+struct MulScalarOp {
+  static constexpr const char* name = "mul_scalar";
+  double c;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g) const { g[0] = dy * T(c); }
+};
+/// y = c - x; dx = -dy
+struct RsubScalarOp {
+  static constexpr const char* name = "rsub_scalar";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g) const { g[0] = -dy; }
+};
+/// y = c / x; dx = -dy y / x
+struct RdivScalarOp {
+  static constexpr const char* name = "rdiv_scalar";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x, const Tensor<T>& y) const {
+    g[0] = -(dy * y / x);
+  }
+};
+
+template <FloatScalar T> Tensor<T> operator+(const Tensor<T>& x, std::type_identity_t<T> c) {
+  return detail::unary_op<detail::Save::none>(UnaryOp::add_scalar, x, AddScalarOp{}, c);
+}
+template <FloatScalar T> Tensor<T> operator+(std::type_identity_t<T> c, const Tensor<T>& x) { return x + c; }
+template <FloatScalar T> Tensor<T> operator-(const Tensor<T>& x, std::type_identity_t<T> c) { return x + (-c); }
+template <FloatScalar T> Tensor<T> operator-(std::type_identity_t<T> c, const Tensor<T>& x) {
+  return detail::unary_op<detail::Save::none>(UnaryOp::rsub_scalar, x, RsubScalarOp{}, c);
+}
+template <FloatScalar T> Tensor<T> operator*(const Tensor<T>& x, std::type_identity_t<T> c) {
+  return detail::unary_op<detail::Save::none>(UnaryOp::mul_scalar, x, MulScalarOp{double(c)}, c);
+}
+template <FloatScalar T> Tensor<T> operator*(std::type_identity_t<T> c, const Tensor<T>& x) { return x * c; }
+template <FloatScalar T> Tensor<T> operator/(const Tensor<T>& x, std::type_identity_t<T> c) { return x * (T(1) / c); }
+template <FloatScalar T> Tensor<T> operator/(std::type_identity_t<T> c, const Tensor<T>& x) {
+  auto y = detail::unary_raw(UnaryOp::rdiv_scalar, x, c);
+  if (detail::any_requires_grad<T>({&x}))
+    detail::record(y, RdivScalarOp{}, {&x}, SavedTensor<T>::input(x), SavedTensor<T>::output(y));
+  return y;
+}
+template <FloatScalar T> Tensor<T> operator-(const Tensor<T>& x) { return neg(x); }
+
+// Comparisons give 0/1 tensors of the same element type and carry no gradient.
+#define FROST_COMPARISON(OPER, NAME)                                                         \
+  template <FloatScalar T> Tensor<T> operator OPER(const Tensor<T>& a, const Tensor<T>& b) { \
+    return detail::binary_raw(BinaryOp::NAME, a, b);                                         \
+  }                                                                                          \
+  template <FloatScalar T> Tensor<T> operator OPER(const Tensor<T>& a, std::type_identity_t<T> c) { \
+    return detail::unary_raw(UnaryOp::NAME##_scalar, a, c);                                  \
+  }
+FROST_COMPARISON(==, eq)
+FROST_COMPARISON(!=, ne)
+FROST_COMPARISON(<, lt)
+FROST_COMPARISON(<=, le)
+FROST_COMPARISON(>, gt)
+FROST_COMPARISON(>=, ge)
+#undef FROST_COMPARISON
+
+/// y = a + b (broadcast); da, db = dy summed back to each input's shape
+struct AddOp {
+  static constexpr const char* name = "add";
+  Shape a, b;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g) const {
+    if (g.needs(0)) g[0] = sum_to(dy, a);
+    if (g.needs(1)) g[1] = sum_to(dy, b);
+  }
+};
+/// y = a - b; da = dy, db = -dy
+struct SubOp {
+  static constexpr const char* name = "sub";
+  Shape a, b;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g) const {
+    if (g.needs(0)) g[0] = sum_to(dy, a);
+    if (g.needs(1)) g[1] = sum_to(-dy, b);
+  }
+};
+/// y = a b; da = dy b, db = dy a
+struct MulOp {
+  static constexpr const char* name = "mul";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b) const {
+    if (g.needs(0)) g[0] = sum_to(dy * b, a.shape());
+    if (g.needs(1)) g[1] = sum_to(dy * a, b.shape());
+  }
+};
+/// y = a / b; da = dy / b, db = -dy y / b
+struct DivOp {
+  static constexpr const char* name = "div";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b,
+                                   const Tensor<T>& y) const {
+    auto da = dy / b;
+    if (g.needs(0)) g[0] = sum_to(da, a.shape());
+    if (g.needs(1)) g[1] = sum_to(-(da * y), b.shape());
+  }
+};
+/// y = a^b; da = dy b a^(b-1), db = dy y ln a
+struct PowOp {
+  static constexpr const char* name = "pow";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b,
+                                   const Tensor<T>& y) const {
+    if (g.needs(0)) g[0] = sum_to(dy * b * a.pow(b - T(1)), a.shape());
+    if (g.needs(1)) g[1] = sum_to(dy * y * a.log(), b.shape());
+  }
+};
+/// y = max(a, b); the gradient goes to the larger input (to b on ties)
+struct MaximumOp {
+  static constexpr const char* name = "maximum";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b) const {
+    auto pick_a = a > b;
+    if (g.needs(0)) g[0] = sum_to(dy * pick_a, a.shape());
+    if (g.needs(1)) g[1] = sum_to(dy * (T(1) - pick_a), b.shape());
+  }
+};
+/// y = min(a, b); the gradient goes to the smaller input (to b on ties)
+struct MinimumOp {
+  static constexpr const char* name = "minimum";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b) const {
+    auto pick_a = a < b;
+    if (g.needs(0)) g[0] = sum_to(dy * pick_a, a.shape());
+    if (g.needs(1)) g[1] = sum_to(dy * (T(1) - pick_a), b.shape());
+  }
+};
+
+template <FloatScalar T> Tensor<T> operator+(const Tensor<T>& a, const Tensor<T>& b) {
+  auto y = detail::binary_raw(BinaryOp::add, a, b);
+  if (detail::any_requires_grad<T>({&a, &b})) detail::record(y, AddOp{a.shape(), b.shape()}, {&a, &b});
+  return y;
+}
+template <FloatScalar T> Tensor<T> operator-(const Tensor<T>& a, const Tensor<T>& b) {
+  auto y = detail::binary_raw(BinaryOp::sub, a, b);
+  if (detail::any_requires_grad<T>({&a, &b})) detail::record(y, SubOp{a.shape(), b.shape()}, {&a, &b});
+  return y;
+}
+template <FloatScalar T> Tensor<T> operator*(const Tensor<T>& a, const Tensor<T>& b) {
+  auto y = detail::binary_raw(BinaryOp::mul, a, b);
+  if (detail::any_requires_grad<T>({&a, &b}))
+    detail::record(y, MulOp{}, {&a, &b}, SavedTensor<T>::input(a), SavedTensor<T>::input(b));
+  return y;
+}
+template <FloatScalar T> Tensor<T> operator/(const Tensor<T>& a, const Tensor<T>& b) {
+  auto y = detail::binary_raw(BinaryOp::div, a, b);
+  if (detail::any_requires_grad<T>({&a, &b}))
+    detail::record(y, DivOp{}, {&a, &b}, SavedTensor<T>::input(a), SavedTensor<T>::input(b), SavedTensor<T>::output(y));
+  return y;
+}
+template <FloatScalar T> Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b) {
+  auto y = detail::binary_raw(BinaryOp::pow, a, b);
+  if (detail::any_requires_grad<T>({&a, &b}))
+    detail::record(y, PowOp{}, {&a, &b}, SavedTensor<T>::input(a), SavedTensor<T>::input(b), SavedTensor<T>::output(y));
+  return y;
+}
+template <FloatScalar T> Tensor<T> maximum(const Tensor<T>& a, const Tensor<T>& b) {
+  auto y = detail::binary_raw(BinaryOp::maximum, a, b);
+  if (detail::any_requires_grad<T>({&a, &b}))
+    detail::record(y, MaximumOp{}, {&a, &b}, SavedTensor<T>::input(a), SavedTensor<T>::input(b));
+  return y;
+}
+template <FloatScalar T> Tensor<T> minimum(const Tensor<T>& a, const Tensor<T>& b) {
+  auto y = detail::binary_raw(BinaryOp::minimum, a, b);
+  if (detail::any_requires_grad<T>({&a, &b}))
+    detail::record(y, MinimumOp{}, {&a, &b}, SavedTensor<T>::input(a), SavedTensor<T>::input(b));
+  return y;
+}
+
+// ---- fused gradient kernels, differentiable for second derivatives -------
+
+/// dx = f'(saved) dy for tanh, sigmoid, relu, leaky_relu, gelu, silu. Its own
+/// backward: d/d(dy) is the same kernel on the incoming gradient; d/d(saved)
+/// is f''(saved) dy, written with ops.
+struct ActivationBackwardOp {
+  static constexpr const char* name = "activation_backward";
+  BinaryOp kind;
+  double p;
+  template <class T> void backward(const Tensor<T>& gg, Grads<T> g, const Tensor<T>& dy, const Tensor<T>& s) const {
+    if (g.needs(0)) g[0] = detail::binary_grad(kind, gg, s, T(p));
+    if (!g.needs(1)) return;
+    switch (kind) {
+      case BinaryOp::tanh_backward: g[1] = gg * dy * s * T(-2); break;
+      case BinaryOp::sigmoid_backward: g[1] = gg * dy * (T(1) - s * T(2)); break;
+      case BinaryOp::gelu_backward: {
+        auto phi = (s * s * T(-0.5)).exp() * T(0.39894228040143267794);
+        g[1] = gg * dy * phi * (T(2) - s * s);
+        break;
+      }
+      case BinaryOp::silu_backward: {
+        auto sg = s.sigmoid();
+        g[1] = gg * dy * sg * (T(1) - sg) * (T(2) + s * (T(1) - sg * T(2)));
+        break;
+      }
+      default: break;  // relu / leaky_relu: piecewise linear, f'' = 0
+    }
+  }
+};
+
+namespace detail {
+template <class T>
+Tensor<T> binary_grad(BinaryOp k, const Tensor<T>& a, const Tensor<T>& b, T p) {
+  auto y = binary_raw(k, a, b, p);
+  if (any_requires_grad<T>({&a, &b}))
+    record(y, ActivationBackwardOp{k, double(p)}, {&a, &b}, SavedTensor<T>::input(a), SavedTensor<T>::input(b));
+  return y;
+}
+}  // namespace detail
+
+/// y = cond != 0 ? a : b (broadcast); the gradient follows the chosen side
+struct WhereOp {
+  static constexpr const char* name = "where";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& c, const Shape& as,
+                                   const Shape& bs) const {
+    auto zero = Tensor<T>::zeros({}, dy.device());
+    if (g.needs(0)) g[0] = sum_to(where(c, dy, zero), as);
+    if (g.needs(1)) g[1] = sum_to(where(c, zero, dy), bs);
+  }
+};
+template <FloatScalar T> Tensor<T> where(const Tensor<T>& cond, const Tensor<T>& a, const Tensor<T>& b) {
+  detail::check_same_device(cond, a, "where");
+  detail::check_same_device(a, b, "where");
+  const Shape s = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  auto y = Tensor<T>::empty(s, a.device());
+  backend_for<T>(a.device()).where(detail::broadcast_view(cond, s), detail::broadcast_view(a, s),
+                                   detail::broadcast_view(b, s), y.view_of());
+  if (detail::any_requires_grad<T>({&a, &b}))
+    detail::record(y, WhereOp{}, {&a, &b}, SavedTensor<T>::input(cond), a.shape(), b.shape());
+  return y;
+}
+
+/// x with `value` where mask != 0 (mask broadcast to x).
+template <FloatScalar T> Tensor<T> masked_fill(const Tensor<T>& x, const Tensor<T>& mask, std::type_identity_t<T> value) {
+  FROST_CHECK(broadcast_shapes(mask.shape(), x.shape(), "masked_fill") == x.shape(), "frost::masked_fill: mask of shape ",
+              mask.shape().str(), " does not broadcast to the input's shape ", x.shape().str());
+  return where(mask, Tensor<T>::full({}, value, x.device()), x);
+}
+
+}  // namespace frost

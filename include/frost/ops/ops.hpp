@@ -1,0 +1,10 @@
+// All ops, in dependency order (see tensor.hpp: include <frost/tensor.hpp> or
+// <frost/frost.hpp>, not these files one by one).
+#pragma once
+#include "common.hpp"
+#include "elementwise.hpp"
+#include "factories.hpp"
+#include "views.hpp"
+#include "reduce.hpp"
+#include "linalg.hpp"
+#include "indexing.hpp"

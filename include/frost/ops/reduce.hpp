@@ -1,0 +1,299 @@
+// Reductions. sum/prod/max/min and the softmaxes are kernels with their own
+// backward; mean, var, std, norm and logsumexp are written with those ops,
+// so their gradients (and second derivatives) follow.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "common.hpp"
+
+namespace frost {
+
+namespace detail {
+
+/// Sorted, de-duplicated reduction dims; empty `dims` means all of them.
+inline Shape reduction_dims(const Shape& dims, int nd, const char* op) {
+  bool mark[kMaxDims] = {};
+  if (dims.empty()) {
+    for (int i = 0; i < nd; ++i) mark[i] = true;
+  } else {
+    for (auto d : dims) {
+      const int w = wrap_dim(d, nd, op);
+      FROST_CHECK(nd == 0 || !mark[w], "frost::", op, ": dim ", w, " appears twice in ", dims.str());
+      if (nd > 0) mark[w] = true;
+    }
+  }
+  Shape out;
+  for (int i = 0; i < nd; ++i)
+    if (mark[i]) out.push_back(i);
+  return out;
+}
+
+/// Output shape with the reduced dims kept as 1.
+inline Shape keepdim_shape(const Shape& in, const Shape& red) {
+  Shape s = in;
+  for (auto d : red) s[static_cast<int>(d)] = 1;
+  return s;
+}
+
+inline Shape squeezed_shape(const Shape& in, const Shape& red) {
+  Shape s;
+  int j = 0;
+  for (int i = 0; i < in.ndim(); ++i) {
+    if (j < red.ndim() && red[j] == i) {
+      ++j;
+      continue;
+    }
+    s.push_back(in[i]);
+  }
+  return s;
+}
+
+/// Runs the backend reduction over `red` (already normalised); returns the
+/// result in keepdim shape.
+template <class T>
+Tensor<T> reduce_raw(ReduceOp op, const Tensor<T>& x, const Shape& red, const char* name) {
+  const int nd = x.dim();
+  Shape perm;
+  bool is_red[kMaxDims] = {};
+  for (auto d : red) is_red[d] = true;
+  for (int i = 0; i < nd; ++i)
+    if (!is_red[i]) perm.push_back(i);
+  for (auto d : red) perm.push_back(d);
+  if (op == ReduceOp::max || op == ReduceOp::min)
+    for (auto d : red)
+      FROST_CHECK(x.shape()[static_cast<int>(d)] > 0, "frost::", name, ": cannot reduce over dim ", d,
+                  " of size 0 (shape ", x.shape().str(), "); the result would have no value");
+  View<const T> xv = x.view_of();
+  View<const T> pv(xv.data, Shape(), Shape());
+  for (auto p : perm) {
+    pv.shape.push_back(xv.shape[static_cast<int>(p)]);
+    pv.strides.push_back(xv.strides[static_cast<int>(p)]);
+  }
+  auto y = Tensor<T>::empty(keepdim_shape(x.shape(), red), x.device());
+  Shape kept = squeezed_shape(x.shape(), red);
+  backend_for<T>(x.device()).reduce(op, pv, red.ndim(), View<T>(y.data(), kept));
+  return y;
+}
+
+template <class T>
+Tensor<T> finish_keepdim(const Tensor<T>& y, const Shape& in, const Shape& red, bool keepdim) {
+  return keepdim ? y : y.view(squeezed_shape(in, red));
+}
+
+}  // namespace detail
+
+/// y = sum over dims; dx = dy broadcast back
+struct SumOp {
+  static constexpr const char* name = "sum";
+  Shape in, keep;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g) const { g[0] = dy.reshape(keep).expand(in); }
+};
+
+template <FloatScalar T> Tensor<T> sum(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
+  detail::check_defined(x, "sum");
+  const Shape red = detail::reduction_dims(dims, x.dim(), "sum");
+  auto y = detail::reduce_raw(ReduceOp::sum, x, red, "sum");
+  if (detail::any_requires_grad<T>({&x})) detail::record(y, SumOp{x.shape(), y.shape()}, {&x});
+  return detail::finish_keepdim(y, x.shape(), red, keepdim);
+}
+template <FloatScalar T> Tensor<T> sum(const Tensor<T>& x) { return sum(x, Shape{}, false); }
+
+/// `x` summed down to `shape` (the inverse of broadcasting), used by backward rules.
+template <class T>
+Tensor<T> sum_to(const Tensor<T>& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  const int lead = x.dim() - shape.ndim();
+  Shape dims;
+  for (int i = 0; i < x.dim(); ++i)
+    if (i < lead || (shape[i - lead] == 1 && x.shape()[i] != 1)) dims.push_back(i);
+  if (dims.empty()) return x.reshape(shape);
+  return sum(x, dims, true).reshape(shape);
+}
+
+template <FloatScalar T> Tensor<T> mean(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
+  detail::check_defined(x, "mean");
+  const Shape red = detail::reduction_dims(dims, x.dim(), "mean");
+  std::int64_t n = 1;
+  for (auto d : red) n *= x.shape()[static_cast<int>(d)];
+  return sum(x, red.empty() && x.dim() > 0 ? Shape{} : red, keepdim) * (T(1) / T(n));
+}
+template <FloatScalar T> Tensor<T> mean(const Tensor<T>& x) { return mean(x, Shape{}, false); }
+
+template <FloatScalar T> Tensor<T> var(const Tensor<T>& x, const Shape& dims, bool unbiased = true, bool keepdim = false) {
+  detail::check_defined(x, "var");
+  const Shape red = detail::reduction_dims(dims, x.dim(), "var");
+  std::int64_t n = 1;
+  for (auto d : red) n *= x.shape()[static_cast<int>(d)];
+  auto d = x - mean(x, red, true);
+  return sum(d * d, red, keepdim) * (T(1) / T(n - (unbiased ? 1 : 0)));
+}
+template <FloatScalar T> Tensor<T> std(const Tensor<T>& x, const Shape& dims, bool unbiased = true, bool keepdim = false) {
+  return sqrt(var(x, dims, unbiased, keepdim));
+}
+
+/// y = prod over dim; dx = dy y / x (inputs must be non-zero for a finite gradient)
+struct ProdOp {
+  static constexpr const char* name = "prod";
+  Shape in, keep;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x, const Tensor<T>& y) const {
+    g[0] = dy.reshape(keep) * y.reshape(keep) / x;
+  }
+};
+template <FloatScalar T> Tensor<T> prod(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
+  detail::check_defined(x, "prod");
+  const Shape red = detail::reduction_dims(dims, x.dim(), "prod");
+  auto y = detail::reduce_raw(ReduceOp::prod, x, red, "prod");
+  if (detail::any_requires_grad<T>({&x}))
+    detail::record(y, ProdOp{x.shape(), y.shape()}, {&x}, SavedTensor<T>::input(x), SavedTensor<T>::output(y));
+  return detail::finish_keepdim(y, x.shape(), red, keepdim);
+}
+
+/// max/min over all elements; the gradient is shared among the tied maxima
+struct ExtremumOp {
+  static constexpr const char* name = "max";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x, const Tensor<T>& y) const {
+    auto mask = x == y;
+    g[0] = mask * (dy / sum(mask));
+  }
+};
+namespace detail {
+template <class T>
+Tensor<T> extremum_all(const Tensor<T>& x, ReduceOp op, const char* name) {
+  check_defined(x, name);
+  FROST_CHECK(x.numel() > 0, "frost::", name, ": the input has no elements (shape ", x.shape().str(),
+              "); the result would have no value");
+  const Shape red = reduction_dims(Shape{}, x.dim(), name);
+  auto y = reduce_raw(op, x, red, name).view(Shape{});
+  if (any_requires_grad<T>({&x})) record(y, ExtremumOp{}, {&x}, SavedTensor<T>::input(x), SavedTensor<T>::output(y));
+  return y;
+}
+}  // namespace detail
+template <FloatScalar T> Tensor<T> max(const Tensor<T>& x) { return detail::extremum_all(x, ReduceOp::max, "max"); }
+template <FloatScalar T> Tensor<T> min(const Tensor<T>& x) { return detail::extremum_all(x, ReduceOp::min, "min"); }
+
+/// Values and indices along one dim; values get the gradient at the indices.
+template <class T>
+ValuesIndices<T> max_min_dim(const Tensor<T>& x, std::int64_t dim, bool keepdim, bool is_max) {
+  const char* name = is_max ? "max" : "min";
+  detail::check_defined(x, name);
+  const int d = wrap_dim(dim, x.dim(), name);
+  const Shape xs = x.dim() == 0 ? Shape{1} : x.shape();
+  const Tensor<T> xx = x.dim() == 0 ? x.reshape({1}) : x;
+  FROST_CHECK(xs[d] > 0, "frost::", name, ": cannot reduce over dim ", d, " of size 0 (shape ", x.shape().str(),
+              "); the result would have no value");
+  Shape keep = xs;
+  keep[d] = 1;
+  auto values = Tensor<T>::empty(keep, x.device());
+  auto indices = Tensor<std::int64_t>::empty(keep, x.device());
+  auto moved = xx.transpose(d, -1);  // geometry only: reduce along the last dim
+  backend_for<T>(x.device()).arg_reduce(is_max, moved.view_of(), values.transpose(d, -1).view_of(),
+                                        indices.transpose(d, -1).view_of());
+  Tensor<T> v = values;
+  if (detail::any_requires_grad<T>({&x})) v = xx.gather(d, indices);  // differentiable path: gather's backward
+  if (!keepdim && x.dim() > 0) {
+    v = v.squeeze(d);
+    indices = indices.squeeze(d);
+  } else if (x.dim() == 0) {
+    v = v.reshape(Shape{});
+    indices = indices.reshape(Shape{});
+  }
+  return {v, indices};
+}
+
+template <class T>
+Tensor<std::int64_t> arg_extremum(const Tensor<T>& x, std::optional<std::int64_t> dim, bool keepdim, bool is_max) {
+  const char* name = is_max ? "argmax" : "argmin";
+  detail::check_defined(x, name);
+  if (!dim) {
+    FROST_CHECK(x.numel() > 0, "frost::", name, ": the input has no elements (shape ", x.shape().str(),
+                "); the result would have no value");
+    NoGradGuard ng;
+    return max_min_dim(x.reshape({-1}), 0, false, is_max).indices;
+  }
+  NoGradGuard ng;
+  return max_min_dim(x, *dim, keepdim, is_max).indices;
+}
+
+template <FloatScalar T> Tensor<T> norm(const Tensor<T>& x, double p, const Shape& dims, bool keepdim = false) {
+  detail::check_defined(x, "norm");
+  if (p == 2) return sqrt(sum(x * x, dims, keepdim));
+  if (p == 1) return sum(abs(x), dims, keepdim);
+  if (std::isinf(p)) {
+    auto a = abs(x);
+    FROST_CHECK(dims.empty(), "frost::norm: p=inf supports the whole tensor only");
+    return p > 0 ? max(a) : min(a);
+  }
+  FROST_CHECK(p > 0, "frost::norm: p must be positive, got ", p);
+  return pow(sum(pow(abs(x), T(p)), dims, keepdim), T(1.0 / p));
+}
+
+template <FloatScalar T> Tensor<T> logsumexp(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
+  detail::check_defined(x, "logsumexp");
+  const Shape red = detail::reduction_dims(dims, x.dim(), "logsumexp");
+  // Shift by the (constant) max for stability; the shift cancels in the gradient.
+  Tensor<T> m;
+  {
+    NoGradGuard ng;
+    m = x.numel() > 0 ? detail::reduce_raw(ReduceOp::max, x, red, "logsumexp") : Tensor<T>::zeros(detail::keepdim_shape(x.shape(), red));
+    m = where(m.abs() == T(std::numeric_limits<T>::infinity()), Tensor<T>::zeros({}, x.device()), m);
+  }
+  auto y = log(sum(exp(x - m), red, true)) + m;
+  return detail::finish_keepdim(y, x.shape(), red, keepdim);
+}
+
+/// y = softmax(x) along dim; dx = y (dy - sum(dy y))
+struct SoftmaxOp {
+  static constexpr const char* name = "softmax";
+  int dim;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
+    g[0] = y * (dy - sum(dy * y, {dim}, true));
+  }
+};
+/// y = log_softmax(x) along dim; dx = dy - exp(y) sum(dy)
+struct LogSoftmaxOp {
+  static constexpr const char* name = "log_softmax";
+  int dim;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
+    g[0] = dy - exp(y) * sum(dy, {dim}, true);
+  }
+};
+
+namespace detail {
+template <class T>
+Tensor<T> softmax_raw(const Tensor<T>& x, int d, bool log) {
+  // The kernel works on rows along the last dim: move `dim` there.
+  const Tensor<T> xt = d == x.dim() - 1 ? x.contiguous() : x.transpose(d, -1).contiguous();
+  auto y = Tensor<T>::empty(xt.shape(), x.device());
+  backend_for<T>(x.device()).softmax(xt.view_of(), y.view_of(), log);
+  return d == x.dim() - 1 ? y : y.transpose(d, -1).contiguous();
+}
+}  // namespace detail
+
+template <FloatScalar T> Tensor<T> softmax(const Tensor<T>& x, std::int64_t dim) {
+  detail::check_defined(x, "softmax");
+  if (x.dim() == 0) return softmax(x.reshape({1}), 0).reshape(Shape{});
+  const int d = wrap_dim(dim, x.dim(), "softmax");
+  Tensor<T> y;
+  {
+    NoGradGuard ng;
+    y = detail::softmax_raw(x, d, false);
+  }
+  if (detail::any_requires_grad<T>({&x})) detail::record(y, SoftmaxOp{d}, {&x}, SavedTensor<T>::output(y));
+  return y;
+}
+template <FloatScalar T> Tensor<T> log_softmax(const Tensor<T>& x, std::int64_t dim) {
+  detail::check_defined(x, "log_softmax");
+  if (x.dim() == 0) return log_softmax(x.reshape({1}), 0).reshape(Shape{});
+  const int d = wrap_dim(dim, x.dim(), "log_softmax");
+  Tensor<T> y;
+  {
+    NoGradGuard ng;
+    y = detail::softmax_raw(x, d, true);
+  }
+  if (detail::any_requires_grad<T>({&x})) detail::record(y, LogSoftmaxOp{d}, {&x}, SavedTensor<T>::output(y));
+  return y;
+}
+
+}  // namespace frost

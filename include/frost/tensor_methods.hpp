@@ -1,0 +1,215 @@
+// Tensor<T> member functions that forward to the free ops, plus element
+// access, in-place updates and backward.
+#pragma once
+#include <optional>
+#include <vector>
+
+
+namespace frost {
+
+template <class T>
+T Tensor<T>::item() const {
+  detail::check_defined(*this, "item");
+  FROST_CHECK(numel() == 1, "frost::item: a tensor with ", numel(), " elements (shape ", shape().str(),
+              ") cannot be converted to a scalar; expected exactly one element");
+  FROST_CHECK(device().is_cpu(), "frost::item: tensor is on ", device().str(), "; copy it to the CPU first");
+  return *data();
+}
+
+template <class T>
+std::vector<T> Tensor<T>::to_vector() const {
+  detail::check_defined(*this, "to_vector");
+  FROST_CHECK(device().is_cpu(), "frost::to_vector: tensor is on ", device().str(), "; copy it to the CPU first");
+  std::vector<T> out(static_cast<std::size_t>(numel()));
+  cpu_backend<T>().copy(view_of(), View<T>(out.data(), shape()));
+  return out;
+}
+
+template <class T>
+Tensor<T>::operator bool() const {
+  detail::check_defined(*this, "operator bool");
+  FROST_CHECK(numel() == 1, "frost::operator bool: a tensor with ", numel(), " elements (shape ", shape().str(),
+              ") is ambiguous as a condition; reduce it to one element first (e.g. .sum() > 0)");
+  return item() != T(0);
+}
+
+template <class T>
+Tensor<T>& Tensor<T>::requires_grad_(bool on) {
+  detail::check_defined(*this, "requires_grad_");
+  FROST_CHECK(FloatScalar<T> || !on, "frost::requires_grad_: only floating-point tensors can require grad, this one is ",
+              dtype_name<T>());
+  FROST_CHECK(is_leaf() || on, "frost::requires_grad_: cannot turn off requires_grad on a non-leaf tensor; use detach()");
+  impl_->requires_grad = on;
+  return *this;
+}
+
+template <class T>
+const char* Tensor<T>::grad_fn_name() const {
+  return impl_ && impl_->grad_fn ? impl_->grad_fn->name() : "";
+}
+
+template <class T>
+void Tensor<T>::backward(const Tensor& grad, bool retain_graph, bool create_graph) const {
+  detail::check_defined(*this, "backward");
+  if constexpr (FloatScalar<T>) autograd::run_backward<T>({*this}, {grad}, retain_graph, create_graph);
+  else detail::fail("frost::backward: int64 tensors have no gradient");
+}
+
+// ---- forwarding ---------------------------------------------------------
+template <class T> Tensor<T> Tensor<T>::neg() const { return frost::neg(*this); }
+template <class T> Tensor<T> Tensor<T>::abs() const { return frost::abs(*this); }
+template <class T> Tensor<T> Tensor<T>::sign() const { return frost::sign(*this); }
+template <class T> Tensor<T> Tensor<T>::exp() const { return frost::exp(*this); }
+template <class T> Tensor<T> Tensor<T>::log() const { return frost::log(*this); }
+template <class T> Tensor<T> Tensor<T>::sqrt() const { return frost::sqrt(*this); }
+template <class T> Tensor<T> Tensor<T>::rsqrt() const { return frost::rsqrt(*this); }
+template <class T> Tensor<T> Tensor<T>::sin() const { return frost::sin(*this); }
+template <class T> Tensor<T> Tensor<T>::cos() const { return frost::cos(*this); }
+template <class T> Tensor<T> Tensor<T>::tanh() const { return frost::tanh(*this); }
+template <class T> Tensor<T> Tensor<T>::sigmoid() const { return frost::sigmoid(*this); }
+template <class T> Tensor<T> Tensor<T>::relu() const { return frost::relu(*this); }
+template <class T> Tensor<T> Tensor<T>::gelu() const { return frost::gelu(*this); }
+template <class T> Tensor<T> Tensor<T>::silu() const { return frost::silu(*this); }
+template <class T> Tensor<T> Tensor<T>::pow(T e) const { return frost::pow(*this, e); }
+template <class T> Tensor<T> Tensor<T>::pow(const Tensor& e) const { return frost::pow(*this, e); }
+template <class T> Tensor<T> Tensor<T>::clamp(T lo, T hi) const { return frost::clamp(*this, lo, hi); }
+template <class T> Tensor<T> Tensor<T>::maximum(const Tensor& o) const { return frost::maximum(*this, o); }
+template <class T> Tensor<T> Tensor<T>::minimum(const Tensor& o) const { return frost::minimum(*this, o); }
+template <class T> Tensor<T> Tensor<T>::sum() const { return frost::sum(*this); }
+template <class T> Tensor<T> Tensor<T>::sum(const Shape& d, bool k) const { return frost::sum(*this, d, k); }
+template <class T> Tensor<T> Tensor<T>::mean() const { return frost::mean(*this); }
+template <class T> Tensor<T> Tensor<T>::mean(const Shape& d, bool k) const { return frost::mean(*this, d, k); }
+template <class T> Tensor<T> Tensor<T>::var(bool u) const { return frost::var(*this, Shape{}, u); }
+template <class T> Tensor<T> Tensor<T>::var(const Shape& d, bool u, bool k) const { return frost::var(*this, d, u, k); }
+template <class T> Tensor<T> Tensor<T>::std(bool u) const { return frost::std(*this, Shape{}, u); }
+template <class T> Tensor<T> Tensor<T>::std(const Shape& d, bool u, bool k) const { return frost::std(*this, d, u, k); }
+template <class T> Tensor<T> Tensor<T>::prod() const { return frost::prod(*this, Shape{}); }
+template <class T> Tensor<T> Tensor<T>::prod(std::int64_t d, bool k) const { return frost::prod(*this, Shape{d}, k); }
+template <class T> Tensor<T> Tensor<T>::max() const { return frost::max(*this); }
+template <class T> Tensor<T> Tensor<T>::min() const { return frost::min(*this); }
+template <class T> ValuesIndices<T> Tensor<T>::max(std::int64_t d, bool k) const { return max_min_dim(*this, d, k, true); }
+template <class T> ValuesIndices<T> Tensor<T>::min(std::int64_t d, bool k) const { return max_min_dim(*this, d, k, false); }
+template <class T> IndexTensor Tensor<T>::argmax() const { return arg_extremum(*this, std::nullopt, false, true); }
+template <class T> IndexTensor Tensor<T>::argmax(std::int64_t d, bool k) const { return arg_extremum(*this, std::optional<std::int64_t>(d), k, true); }
+template <class T> IndexTensor Tensor<T>::argmin() const { return arg_extremum(*this, std::nullopt, false, false); }
+template <class T> IndexTensor Tensor<T>::argmin(std::int64_t d, bool k) const { return arg_extremum(*this, std::optional<std::int64_t>(d), k, false); }
+template <class T> Tensor<T> Tensor<T>::norm(double p) const { return frost::norm(*this, p, Shape{}); }
+template <class T> Tensor<T> Tensor<T>::norm(double p, const Shape& d, bool k) const { return frost::norm(*this, p, d, k); }
+template <class T> Tensor<T> Tensor<T>::logsumexp(const Shape& d, bool k) const { return frost::logsumexp(*this, d, k); }
+template <class T> Tensor<T> Tensor<T>::softmax(std::int64_t d) const { return frost::softmax(*this, d); }
+template <class T> Tensor<T> Tensor<T>::log_softmax(std::int64_t d) const { return frost::log_softmax(*this, d); }
+template <class T> Tensor<T> Tensor<T>::matmul(const Tensor& o) const { return frost::matmul(*this, o); }
+template <class T> Tensor<T> Tensor<T>::mm(const Tensor& o) const { return frost::mm(*this, o); }
+template <class T> Tensor<T> Tensor<T>::bmm(const Tensor& o) const { return frost::bmm(*this, o); }
+template <class T> Tensor<T> Tensor<T>::masked_fill(const Tensor& m, T v) const { return frost::masked_fill(*this, m, v); }
+
+// ---- in place -------------------------------------------------------------
+
+namespace detail {
+
+/// Applies `out_of_place(self)` in place. Without autograd the kernel writes
+/// straight into self's memory. With autograd, self takes the result's
+/// history (as PyTorch rebases a tensor on its in-place op), which is only
+/// sound for a non-leaf that is not a view.
+template <class T, class Raw, class Recorded>
+Tensor<T>& inplace(Tensor<T>& self, bool other_requires_grad, const char* op, Raw&& raw, Recorded&& recorded) {
+  check_defined(self, op);
+  if (is_grad_enabled() && (self.requires_grad() || other_requires_grad)) {
+    FROST_CHECK(!(self.is_leaf() && self.requires_grad()), "frost::", op,
+                ": a leaf tensor that requires grad (shape ", self.shape().str(),
+                ") cannot be modified in place; wrap the update in NoGradGuard or use an out-of-place op");
+    FROST_CHECK(!self.impl()->is_view, "frost::", op, ": in-place update of a view (shape ", self.shape().str(),
+                ") under autograd is not supported; use the out-of-place op");
+    Tensor<T> r = recorded();
+    FROST_CHECK(r.shape() == self.shape(), "frost::", op, ": result shape ", r.shape().str(),
+                " does not match the tensor's shape ", self.shape().str());
+    backend_for<T>(self.device()).copy(r.view_of(), self.view_of());
+    bump_version(self);
+    self.impl()->grad_fn = r.impl()->grad_fn;
+    self.impl()->requires_grad = true;
+    return self;
+  }
+  raw();
+  bump_version(self);
+  return self;
+}
+
+template <class T>
+Tensor<T>& inplace_binary(Tensor<T>& self, const Tensor<T>& o, BinaryOp k, const char* op) {
+  check_same_device(self, o, op);
+  FROST_CHECK(broadcast_shapes(self.shape(), o.shape(), op) == self.shape(), "frost::", op, ": operand of shape ",
+              o.shape().str(), " does not broadcast to the tensor's shape ", self.shape().str());
+  return inplace(
+      self, o.requires_grad(), op,
+      [&] { backend_for<T>(self.device()).binary(k, self.view_of(), broadcast_view(o, self.shape()), self.view_of(), T(0)); },
+      [&] {
+        switch (k) {
+          case BinaryOp::add: return self + o;
+          case BinaryOp::sub: return self - o;
+          case BinaryOp::mul: return self * o;
+          default: return self / o;
+        }
+      });
+}
+
+}  // namespace detail
+
+template <class T> Tensor<T>& Tensor<T>::add_(const Tensor& o) { return detail::inplace_binary(*this, o, BinaryOp::add, "add_"); }
+template <class T> Tensor<T>& Tensor<T>::sub_(const Tensor& o) { return detail::inplace_binary(*this, o, BinaryOp::sub, "sub_"); }
+template <class T> Tensor<T>& Tensor<T>::mul_(const Tensor& o) { return detail::inplace_binary(*this, o, BinaryOp::mul, "mul_"); }
+template <class T> Tensor<T>& Tensor<T>::div_(const Tensor& o) { return detail::inplace_binary(*this, o, BinaryOp::div, "div_"); }
+
+template <class T>
+Tensor<T>& Tensor<T>::add_(T c) {
+  return detail::inplace(
+      *this, false, "add_",
+      [&] { backend_for<T>(device()).unary(UnaryOp::add_scalar, view_of(), view_of(), c, T(0)); },
+      [&] { return *this + c; });
+}
+template <class T>
+Tensor<T>& Tensor<T>::mul_(T c) {
+  return detail::inplace(
+      *this, false, "mul_",
+      [&] { backend_for<T>(device()).unary(UnaryOp::mul_scalar, view_of(), view_of(), c, T(0)); },
+      [&] { return *this * c; });
+}
+
+template <class T>
+Tensor<T>& Tensor<T>::fill_(T value) {
+  detail::check_defined(*this, "fill_");
+  FROST_CHECK(!(is_grad_enabled() && requires_grad()), "frost::fill_: tensor of shape ", shape().str(),
+              " requires grad; fill it under NoGradGuard (as nn::init does)");
+  backend_for<T>(device()).fill(view_of(), value);
+  detail::bump_version(*this);
+  return *this;
+}
+
+template <class T>
+Tensor<T>& Tensor<T>::copy_(const Tensor& src) {
+  detail::check_same_device(*this, src, "copy_");
+  FROST_CHECK(broadcast_shapes(shape(), src.shape(), "copy_") == shape(), "frost::copy_: source of shape ",
+              src.shape().str(), " does not broadcast to the destination's shape ", shape().str());
+  FROST_CHECK(!(is_grad_enabled() && (requires_grad() || src.requires_grad())), "frost::copy_: tensors that require grad (",
+              shape().str(), " <- ", src.shape().str(), ") cannot be copied in place under autograd; use NoGradGuard");
+  backend_for<T>(device()).copy(detail::broadcast_view(src, shape()), view_of());
+  detail::bump_version(*this);
+  return *this;
+}
+
+template <class T>
+template <class U>
+Tensor<U> Tensor<T>::to() const {
+  detail::check_defined(*this, "to");
+  if constexpr (std::is_same_v<T, U>) {
+    return *this;
+  } else {
+    FROST_CHECK(device().is_cpu(), "frost::to: dtype conversion of a tensor on ", device().str(),
+                " needs it on the CPU first");
+    const auto v = contiguous().to_vector();
+    auto y = Tensor<U>::empty(shape());
+    for (std::size_t i = 0; i < v.size(); ++i) y.data()[i] = static_cast<U>(v[i]);
+    return y;
+  }
+}
+
+}  // namespace frost

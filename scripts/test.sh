@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds and runs the test suite (doctest cases, examples, install test).
+# Usage: scripts/test.sh [--sanitize]   (--sanitize: ASan + UBSan build in build/asan)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+sanitize=0
+for arg in "$@"; do
+  case "$arg" in
+    --sanitize) sanitize=1 ;;
+    *) echo "usage: $0 [--sanitize]" >&2; exit 2 ;;
+  esac
+done
+
+bash scripts/install_deps.sh
+
+if [[ $sanitize -eq 1 ]]; then
+  build=build/asan
+  # -O1 -g without -DNDEBUG: readable sanitizer stacks, and Eigen's own asserts stay on.
+  cmake -S . -B "$build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
+    -DFROST_SANITIZE=ON \
+    -DFROST_BUILD_TESTS=ON -DFROST_BUILD_EXAMPLES=ON -DFROST_BUILD_BENCHMARKS=OFF
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+else
+  build=build/tests
+  cmake -S . -B "$build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DFROST_SANITIZE=OFF \
+    -DFROST_BUILD_TESTS=ON -DFROST_BUILD_EXAMPLES=ON -DFROST_BUILD_BENCHMARKS=ON
+fi
+
+cmake --build "$build" -j2
+ctest --test-dir "$build" --output-on-failure -j2
