@@ -8,3 +8,4 @@
 #include "reduce.hpp"
 #include "linalg.hpp"
 #include "indexing.hpp"
+#include "op_list.hpp"

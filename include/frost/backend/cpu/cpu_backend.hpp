@@ -1,8 +1,16 @@
 // CpuBackend<T>: the always-present backend, Backend<T> on host memory.
+//
+// Header-only by default. With FROST_CPU_BACKEND_EXTERN defined (the
+// frost::compiled CMake target does this) a program sees only the
+// declaration of cpu_backend<T>() and links the kernels from one compiled
+// translation unit, so Eigen and the kernels are not parsed and
+// instantiated in every file: the fast-compile mode.
 #pragma once
 #include <cstdint>
 
 #include "../backend.hpp"
+
+#if !defined(FROST_CPU_BACKEND_EXTERN) || defined(FROST_CPU_BACKEND_IMPLEMENTATION)
 #include "elementwise.hpp"
 #include "gemm.hpp"
 #include "index.hpp"
@@ -70,3 +78,4 @@ Backend<T>& cpu_backend() {
 }
 
 }  // namespace frost
+#endif  // FROST_CPU_BACKEND_EXTERN

@@ -1,0 +1,83 @@
+// Test helpers shared by the suites: closeness checks and a central-difference
+// gradient check in double.
+#pragma once
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <frost/frost.hpp>
+
+namespace frost::test {
+
+using TD = Tensor<double>;
+using TF = Tensor<float>;
+
+/// Largest |a - b| / (atol + rtol |b|) over elements (<= 1 means close).
+template <class T>
+double closeness(const std::vector<T>& a, const std::vector<T>& b, double atol, double rtol) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = static_cast<double>(a[i]), y = static_cast<double>(b[i]);
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (std::isinf(y) && x == y) continue;
+    worst = std::max(worst, std::fabs(x - y) / (atol + rtol * std::fabs(y)));
+  }
+  return worst;
+}
+
+template <class T>
+void check_close(const Tensor<T>& a, const std::vector<T>& expect, double atol = 1e-6, double rtol = 1e-5) {
+  CHECK(closeness(a.to_vector(), expect, atol, rtol) <= 1.0);
+}
+
+template <class T>
+void check_close(const Tensor<T>& a, const Tensor<T>& b, double atol = 1e-6, double rtol = 1e-5) {
+  REQUIRE(a.shape() == b.shape());
+  CHECK(closeness(a.to_vector(), b.to_vector(), atol, rtol) <= 1.0);
+}
+
+/// Central-difference gradient check in double: compares d(sum(w * f(x)))/dx
+/// from backward with finite differences, for a fixed random weighting w (so
+/// the upstream gradient is not all ones). Returns false and reports the
+/// first mismatch.
+inline bool gradcheck(const std::function<TD(const std::vector<TD>&)>& f, std::vector<TD> inputs, double eps = 1e-6,
+                      double atol = 1e-5, double rtol = 1e-4) {
+  for (auto& x : inputs) x = x.detach().clone().requires_grad_();
+  TD y0 = f(inputs);
+  Generator g(1234);
+  TD w = TD::rand(y0.shape(), &g) + 0.5;
+  auto objective = [&](const std::vector<TD>& xs) { return (f(xs) * w).sum(); };
+  objective(inputs).backward();
+  bool ok = true;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    TD analytic = inputs[k].grad();
+    std::vector<double> ana = analytic.defined() ? analytic.to_vector() : std::vector<double>(inputs[k].numel(), 0.0);
+    TD base = inputs[k].detach().clone();
+    for (std::int64_t i = 0; i < base.numel(); ++i) {
+      std::vector<TD> xs;
+      for (auto& x : inputs) xs.push_back(x.detach());
+      NoGradGuard ng;
+      TD plus = base.clone(), minus = base.clone();
+      plus.data()[i] += eps;
+      minus.data()[i] -= eps;
+      xs[k] = plus;
+      const double fp = objective(xs).item();
+      xs[k] = minus;
+      const double fm = objective(xs).item();
+      const double num = (fp - fm) / (2 * eps);
+      if (std::fabs(num - ana[static_cast<std::size_t>(i)]) > atol + rtol * std::fabs(num)) {
+        MESSAGE("gradcheck: input ", k, " element ", i, ": analytic ", ana[static_cast<std::size_t>(i)], " numeric ",
+                num);
+        ok = false;
+        break;
+      }
+    }
+  }
+  return ok;
+}
+
+}  // namespace frost::test
