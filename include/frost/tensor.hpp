@@ -37,6 +37,9 @@ struct TensorImpl : RefCounted, detail::Pooled {
   bool requires_grad = false;  // leaves: set by requires_grad_(); results: true when recorded
   bool is_view = false;        // shares storage with another tensor
 
+  TensorImpl(Ref<StorageImpl> st, const Shape& sh, const Shape& str, std::int64_t off)
+      : storage(std::move(st)), shape(sh), strides(str), offset(off) {}
+
   T* data() const { return static_cast<T*>(storage->data) + offset; }
 };
 
@@ -249,12 +252,7 @@ namespace detail {
 /// A fresh impl over `storage` with the given geometry.
 template <class T>
 Tensor<T> make_tensor(Ref<StorageImpl> storage, const Shape& shape, const Shape& strides, std::int64_t offset) {
-  Ref<TensorImpl<T>> impl(new TensorImpl<T>());
-  impl->storage = std::move(storage);
-  impl->shape = shape;
-  impl->strides = strides;
-  impl->offset = offset;
-  return Tensor<T>(std::move(impl));
+  return Tensor<T>(Ref<TensorImpl<T>>::adopt(new TensorImpl<T>(std::move(storage), shape, strides, offset)));
 }
 
 /// Total bytes for `numel` elements, checked against overflow.

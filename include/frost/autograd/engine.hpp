@@ -3,6 +3,7 @@
 // every gradient for its output has arrived, and frees each node's saved
 // tensors after use unless the graph is retained.
 #pragma once
+#include <initializer_list>
 #include <queue>
 #include <unordered_map>
 #include <vector>
@@ -65,15 +66,15 @@ std::vector<Tensor<T>> run_backward(const std::vector<Tensor<T>>& roots, const s
   }
 
   AutoGradMode mode(create_graph);
+  // Queued nodes need no extra reference: each is held by an edge of a node
+  // processed earlier (or by a root), and edges live until the graph does.
   std::priority_queue<Node<T>*, std::vector<Node<T>*>, detail::BySeq<T>> ready;
-  std::vector<Ref<Node<T>>> keep;  // nodes stay alive while queued
 
   auto send = [&](const Edge<T>& e, Tensor<T> g) {
     if (e.fn) {
       detail::accumulate(e.fn->grad_buf, std::move(g));
       if (!e.fn->queued) {
         e.fn->queued = true;
-        keep.push_back(e.fn);
         ready.push(e.fn.get());
       }
     } else if (e.leaf) {
@@ -149,6 +150,16 @@ std::vector<Tensor<T>> grad(const std::vector<Tensor<T>>& outputs, const std::ve
                             bool create_graph = false) {
   FROST_CHECK(!inputs.empty(), "frost::autograd::grad: no inputs given");
   return run_backward(outputs, grad_outputs, retain_graph || create_graph, create_graph, inputs);
+}
+
+/// The same with braced lists, which cannot deduce T for the vector form:
+/// `frost::autograd::grad({loss}, {x}, {}, true, true)`.
+template <class T>
+std::vector<Tensor<T>> grad(std::initializer_list<Tensor<T>> outputs, std::initializer_list<Tensor<T>> inputs,
+                            std::initializer_list<Tensor<T>> grad_outputs = {}, bool retain_graph = false,
+                            bool create_graph = false) {
+  return grad(std::vector<Tensor<T>>(outputs), std::vector<Tensor<T>>(inputs), std::vector<Tensor<T>>(grad_outputs),
+              retain_graph, create_graph);
 }
 
 }  // namespace frost::autograd

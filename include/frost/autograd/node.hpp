@@ -186,7 +186,7 @@ void record(Tensor<T>& out, Op op, std::initializer_list<const Tensor<T>*> input
   node->next.resize(inputs.size());
   std::size_t i = 0;
   for (auto* x : inputs) node->next[i++] = edge_of(*x);
-  out.impl()->grad_fn = Ref<Node<T>>(node);
+  out.impl()->grad_fn = Ref<Node<T>>::adopt(node);
   out.impl()->requires_grad = true;
 }
 
@@ -197,7 +197,7 @@ void record_n(Tensor<T>& out, Op op, const std::vector<Tensor<T>>& inputs, S... 
   node->seq = next_sequence_nr++;
   node->next.resize(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) node->next[i] = edge_of(inputs[i]);
-  out.impl()->grad_fn = Ref<Node<T>>(node);
+  out.impl()->grad_fn = Ref<Node<T>>::adopt(node);
   out.impl()->requires_grad = true;
 }
 

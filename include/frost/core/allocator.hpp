@@ -2,7 +2,10 @@
 // the eager per-op path reuses blocks instead of calling malloc, plus the
 // public memory_stats() counters.
 #pragma once
+#include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <vector>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -22,29 +25,68 @@ struct MemoryStats {
 
 namespace detail {
 
-struct StatCounters {
+// Statistics are kept per thread with plain (relaxed load/store) updates, so
+// the per-op path pays no locked instruction; memory_stats() sums them.
+struct ThreadStats {
   std::atomic<std::int64_t> current{0}, peak{0}, count{0};
 };
-// Process-wide statistics (relaxed atomics: a counter, not a lock).
-inline StatCounters& stat_counters() {
-  static StatCounters c;
-  return c;
+
+struct StatsRegistry {
+  std::mutex m;
+  std::vector<ThreadStats*> live;
+  std::int64_t retired_current = 0, retired_peak = 0, retired_count = 0;
+};
+inline StatsRegistry& stats_registry() {
+  static StatsRegistry r;
+  return r;
+}
+
+struct ThreadStatsSlot {
+  ThreadStats s;
+  ThreadStatsSlot() {
+    auto& r = stats_registry();
+    std::lock_guard<std::mutex> g(r.m);
+    r.live.push_back(&s);
+  }
+  ~ThreadStatsSlot() {
+    auto& r = stats_registry();
+    std::lock_guard<std::mutex> g(r.m);
+    r.retired_current += s.current.load(std::memory_order_relaxed);
+    r.retired_peak = std::max(r.retired_peak, s.peak.load(std::memory_order_relaxed));
+    r.retired_count += s.count.load(std::memory_order_relaxed);
+    r.live.erase(std::find(r.live.begin(), r.live.end(), &s));
+  }
+};
+
+inline ThreadStats& thread_stats() {
+  thread_local ThreadStatsSlot slot;
+  return slot.s;
+}
+
+inline void bump(std::atomic<std::int64_t>& a, std::int64_t d) {
+  a.store(a.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
 }
 
 inline void note_alloc(std::int64_t bytes) {
-  auto& c = stat_counters();
-  c.count.fetch_add(1, std::memory_order_relaxed);
-  const std::int64_t now = c.current.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  std::int64_t peak = c.peak.load(std::memory_order_relaxed);
-  while (now > peak && !c.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
+  ThreadStats& t = thread_stats();
+  bump(t.count, 1);
+  bump(t.current, bytes);
+  const std::int64_t now = t.current.load(std::memory_order_relaxed);
+  if (now > t.peak.load(std::memory_order_relaxed)) t.peak.store(now, std::memory_order_relaxed);
 }
-inline void note_free(std::int64_t bytes) { stat_counters().current.fetch_sub(bytes, std::memory_order_relaxed); }
+inline void note_free(std::int64_t bytes) { bump(thread_stats().current, -bytes); }
 
 // Size classes: 64 B .. 1 MiB in powers of two; bigger blocks go to the system.
 inline constexpr int kMinClassLog = 6, kMaxClassLog = 20, kClasses = kMaxClassLog - kMinClassLog + 1;
 inline constexpr std::size_t kAlign = 64;
-inline constexpr int kMaxCachedPerClass = 64;
+// A thread keeps up to 8 MiB of free blocks per size class: enough that a
+// recorded graph of thousands of small tensors recycles its blocks instead of
+// going back to malloc.
+inline constexpr std::size_t kMaxCachedBytesPerClass = std::size_t{8} << 20;
+inline int max_cached(int c) {
+  const std::size_t n = kMaxCachedBytesPerClass >> (c + kMinClassLog);
+  return n < 8 ? 8 : static_cast<int>(n);
+}
 
 inline int size_class(std::size_t n) {
   if (n <= (std::size_t{1} << kMinClassLog)) return 0;
@@ -101,7 +143,7 @@ inline void pool_free(void* p, std::size_t bytes) noexcept {
   const int c = size_class(bytes);
   if (c >= 0) {
     auto& tc = thread_cache();
-    if (tc.count[c] < kMaxCachedPerClass) {
+    if (tc.count[c] < max_cached(c)) {
       auto* b = static_cast<FreeBlock*>(p);
       b->next = tc.head[c];
       tc.head[c] = b;
@@ -120,18 +162,31 @@ struct Pooled {
 
 }  // namespace detail
 
-/// Tensor memory statistics for all threads: current and peak bytes held by
-/// tensor storages and the number of storage allocations so far.
+/// Tensor memory statistics summed over all threads: bytes held by tensor
+/// storages now, the peak, and the number of storage allocations so far.
+/// The peak is exact for a single thread; with several it is the sum of
+/// each thread's peak (an upper bound).
 inline MemoryStats memory_stats() {
-  auto& c = detail::stat_counters();
-  return {c.current.load(std::memory_order_relaxed), c.peak.load(std::memory_order_relaxed),
-          c.count.load(std::memory_order_relaxed)};
+  auto& r = detail::stats_registry();
+  std::lock_guard<std::mutex> g(r.m);
+  MemoryStats m{r.retired_current, r.retired_peak, r.retired_count};
+  for (auto* t : r.live) {
+    m.current_bytes += t->current.load(std::memory_order_relaxed);
+    m.peak_bytes += t->peak.load(std::memory_order_relaxed);
+    m.allocations += t->count.load(std::memory_order_relaxed);
+  }
+  m.peak_bytes = std::max(m.peak_bytes, m.current_bytes);
+  return m;
 }
 
-/// Resets the peak to the current value (like torch.cuda.reset_peak_memory_stats).
+/// Resets the calling thread's peak to its current bytes (like
+/// torch.cuda.reset_peak_memory_stats); measure a region on one thread.
 inline void reset_peak_memory_stats() {
-  auto& c = detail::stat_counters();
-  c.peak.store(c.current.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  auto& t = detail::thread_stats();
+  t.peak.store(t.current.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  auto& r = detail::stats_registry();
+  std::lock_guard<std::mutex> g(r.m);
+  r.retired_peak = 0;
 }
 
 }  // namespace frost

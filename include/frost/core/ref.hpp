@@ -20,6 +20,13 @@ class Ref {
   Ref() = default;
   Ref(std::nullptr_t) {}
   explicit Ref(T* p) : p_(p) { retain(); }
+  /// Takes ownership of a freshly created object (count 0 -> 1 without a locked op).
+  static Ref adopt(T* p) {
+    p->refs_.store(1, std::memory_order_relaxed);
+    Ref r;
+    r.p_ = p;
+    return r;
+  }
   Ref(const Ref& o) : p_(o.p_) { retain(); }
   Ref(Ref&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
   template <class U>
@@ -48,14 +55,18 @@ class Ref {
   bool operator==(const Ref& o) const { return p_ == o.p_; }
 
   template <class... A>
-  static Ref make(A&&... a) { return Ref(new T(std::forward<A>(a)...)); }
+  static Ref make(A&&... a) { return adopt(new T(std::forward<A>(a)...)); }
 
  private:
   void retain() {
     if (p_) p_->refs_.fetch_add(1, std::memory_order_relaxed);
   }
   void drop() {
-    if (p_ && p_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(p_);
+    if (!p_) return;
+    // The sole owner may skip the locked decrement: nobody else can reach
+    // the object to take a new reference.
+    if (p_->refs_.load(std::memory_order_acquire) == 1 || p_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      destroy(p_);
   }
   // Objects may customise destruction (autograd nodes unlink iteratively).
   static void destroy(T* p) {

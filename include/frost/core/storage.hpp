@@ -38,7 +38,7 @@ struct StorageImpl : RefCounted {
     s->data = static_cast<char*>(block) + kHeader;
     s->nbytes = nbytes;
     detail::note_alloc(static_cast<std::int64_t>(nbytes));
-    return Ref<StorageImpl>(s);
+    return Ref<StorageImpl>::adopt(s);
   }
 
   static Ref<StorageImpl> on(Device d, std::size_t nbytes, DeviceAllocator* alloc) {
@@ -55,7 +55,7 @@ struct StorageImpl : RefCounted {
       throw;
     }
     detail::note_alloc(static_cast<std::int64_t>(nbytes));
-    return Ref<StorageImpl>(s);
+    return Ref<StorageImpl>::adopt(s);
   }
 
   static void destroy(StorageImpl* s) {

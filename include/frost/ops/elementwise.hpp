@@ -31,6 +31,8 @@ Tensor<T> unary_op(UnaryOp k, const Tensor<T>& x, Op op, T p0 = T(0), T p1 = T(0
 
 template <class T>
 Tensor<T> binary_grad(BinaryOp k, const Tensor<T>& a, const Tensor<T>& b, T p = T(0));
+template <class T>
+Tensor<T> activation_grad(BinaryOp k, const Tensor<T>& dy, const Tensor<T>& saved, T p = T(0));
 
 }  // namespace detail
 
@@ -102,7 +104,7 @@ template <FloatScalar T> Tensor<T> cos(const Tensor<T>& x) { return detail::unar
 struct TanhOp {
   static constexpr const char* name = "tanh";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
-    g[0] = detail::binary_grad(BinaryOp::tanh_backward, dy, y);
+    g[0] = detail::activation_grad(BinaryOp::tanh_backward, dy, y);
   }
 };
 template <FloatScalar T> Tensor<T> tanh(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::tanh, x, TanhOp{}); }
@@ -111,7 +113,7 @@ template <FloatScalar T> Tensor<T> tanh(const Tensor<T>& x) { return detail::una
 struct SigmoidOp {
   static constexpr const char* name = "sigmoid";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
-    g[0] = detail::binary_grad(BinaryOp::sigmoid_backward, dy, y);
+    g[0] = detail::activation_grad(BinaryOp::sigmoid_backward, dy, y);
   }
 };
 template <FloatScalar T> Tensor<T> sigmoid(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::sigmoid, x, SigmoidOp{}); }
@@ -120,7 +122,7 @@ template <FloatScalar T> Tensor<T> sigmoid(const Tensor<T>& x) { return detail::
 struct ReluOp {
   static constexpr const char* name = "relu";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
-    g[0] = detail::binary_grad(BinaryOp::relu_backward, dy, y);
+    g[0] = detail::activation_grad(BinaryOp::relu_backward, dy, y);
   }
 };
 template <FloatScalar T> Tensor<T> relu(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::relu, x, ReluOp{}); }
@@ -130,7 +132,7 @@ struct LeakyReluOp {
   static constexpr const char* name = "leaky_relu";
   double slope;
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
-    g[0] = detail::binary_grad(BinaryOp::leaky_relu_backward, dy, x, T(slope));
+    g[0] = detail::activation_grad(BinaryOp::leaky_relu_backward, dy, x, T(slope));
   }
 };
 template <FloatScalar T> Tensor<T> leaky_relu(const Tensor<T>& x, double slope = 0.01) {
@@ -141,7 +143,7 @@ template <FloatScalar T> Tensor<T> leaky_relu(const Tensor<T>& x, double slope =
 struct GeluOp {
   static constexpr const char* name = "gelu";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
-    g[0] = detail::binary_grad(BinaryOp::gelu_backward, dy, x);
+    g[0] = detail::activation_grad(BinaryOp::gelu_backward, dy, x);
   }
 };
 template <FloatScalar T> Tensor<T> gelu(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::gelu, x, GeluOp{}); }
@@ -150,7 +152,7 @@ template <FloatScalar T> Tensor<T> gelu(const Tensor<T>& x) { return detail::una
 struct SiluOp {
   static constexpr const char* name = "silu";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
-    g[0] = detail::binary_grad(BinaryOp::silu_backward, dy, x);
+    g[0] = detail::activation_grad(BinaryOp::silu_backward, dy, x);
   }
 };
 template <FloatScalar T> Tensor<T> silu(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::silu, x, SiluOp{}); }
@@ -404,6 +406,19 @@ Tensor<T> binary_grad(BinaryOp k, const Tensor<T>& a, const Tensor<T>& b, T p) {
   if (any_requires_grad<T>({&a, &b}))
     record(y, ActivationBackwardOp{k, double(p)}, {&a, &b}, SavedTensor<T>::input(a), SavedTensor<T>::input(b));
   return y;
+}
+
+/// First-order rules call this: when backward holds the only reference to
+/// dy (no create_graph, nobody else sees the buffer), the gradient is
+/// written over dy instead of into a new tensor.
+template <class T>
+Tensor<T> activation_grad(BinaryOp k, const Tensor<T>& dy, const Tensor<T>& saved, T p) {
+  const bool owned = !is_grad_enabled() && dy.impl()->use_count() == 1 && dy.impl()->storage->use_count() == 1 &&
+                     !dy.impl()->is_view && dy.shape() == saved.shape() && dy.device() == saved.device() &&
+                     dy.is_contiguous();
+  if (!owned) return binary_grad(k, dy, saved, p);
+  backend_for<T>(dy.device()).binary(k, dy.view_of(), saved.view_of(), dy.view_of(), p);
+  return dy;
 }
 }  // namespace detail
 
