@@ -126,7 +126,8 @@ class Tensor {
   void set_grad(const Tensor& g) { impl_->grad = g.impl_; }
   /// Name of the op that produced this tensor ("" for leaves).
   const char* grad_fn_name() const;
-  /// Backpropagates from this tensor; `grad` defaults to 1 for one-element tensors.
+  /// Backpropagates from this tensor; `grad` defaults to 1 for one-element
+  /// tensors. create_graph also retains the graph (PyTorch's default).
   void backward(const Tensor& grad = {}, bool retain_graph = false, bool create_graph = false) const;
   /// Same data, no history.
   Tensor detach() const;

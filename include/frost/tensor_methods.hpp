@@ -51,7 +51,9 @@ const char* Tensor<T>::grad_fn_name() const {
 template <class T>
 void Tensor<T>::backward(const Tensor& grad, bool retain_graph, bool create_graph) const {
   detail::check_defined(*this, "backward");
-  if constexpr (FloatScalar<T>) autograd::run_backward<T>({*this}, {grad}, retain_graph, create_graph);
+  // As in PyTorch (and autograd::grad), create_graph retains the graph: the
+  // gradient's history runs through it.
+  if constexpr (FloatScalar<T>) autograd::run_backward<T>({*this}, {grad}, retain_graph || create_graph, create_graph);
   else detail::fail("frost::backward: int64 tensors have no gradient");
 }
 
@@ -120,6 +122,12 @@ Tensor<T>& inplace(Tensor<T>& self, bool other_requires_grad, const char* op, Ra
                 ") cannot be modified in place; wrap the update in NoGradGuard or use an out-of-place op");
     FROST_CHECK(!self.impl()->is_view, "frost::", op, ": in-place update of a view (shape ", self.shape().str(),
                 ") under autograd is not supported; use the out-of-place op");
+    // Other tensors on this memory (views, or this tensor saved for backward)
+    // would keep their old history while their values change: refuse rather
+    // than give a silently wrong gradient.
+    FROST_CHECK(self.impl()->storage->use_count() == 1, "frost::", op, ": in-place update under autograd of a tensor (shape ",
+                self.shape().str(), ") whose memory is shared with views or with a tensor saved for backward; "
+                "use the out-of-place op");
     Tensor<T> r = recorded();
     FROST_CHECK(r.shape() == self.shape(), "frost::", op, ": result shape ", r.shape().str(),
                 " does not match the tensor's shape ", self.shape().str());
@@ -146,8 +154,10 @@ Tensor<T>& inplace_binary(Tensor<T>& self, const Tensor<T>& o, BinaryOp k, const
         switch (k) {
           case BinaryOp::add: return self + o;
           case BinaryOp::sub: return self - o;
-          case BinaryOp::mul: return self * o;
-          default: return self / o;
+          // mul and div save self for backward: save a copy of the old value,
+          // as PyTorch does, not the memory the result is written over.
+          case BinaryOp::mul: return self.clone() * o;
+          default: return self.clone() / o;
         }
       });
 }

@@ -31,13 +31,15 @@ template <class T>
 void accumulate_leaf(TensorImpl<T>& leaf, Tensor<T> g, bool create_graph) {
   if (!create_graph) g = g.detach();
   if (!leaf.grad) {
-    const bool exclusive = g.impl()->use_count() == 1 && g.impl()->storage->use_count() == 1 && !g.impl()->is_view;
+    // After detach() g's impl is ours; its memory is ours if nobody else holds the storage.
+    const bool exclusive = g.impl()->use_count() == 1 && g.impl()->storage->use_count() == 1;
     leaf.grad = (exclusive || create_graph) ? g.impl_ref() : g.clone().impl_ref();
     return;
   }
   Tensor<T> cur(leaf.grad);
-  if (!create_graph && !cur.requires_grad() && cur.impl()->use_count() == 2 && cur.impl()->storage->use_count() == 1 &&
-      cur.shape() == g.shape()) {
+  // Accumulate in place, as PyTorch does: a handle the user took with grad()
+  // sees the sum. The buffer is private to .grad (stored exclusive or cloned).
+  if (!create_graph && !cur.requires_grad() && !cur.impl()->is_view && cur.shape() == g.shape()) {
     NoGradGuard ng;
     cur.add_(g);
     return;
@@ -87,6 +89,8 @@ std::vector<Tensor<T>> run_backward(const std::vector<Tensor<T>>& roots, const s
     }
   };
 
+  // Every root is checked before any gradient moves, so a bad root changes nothing.
+  std::vector<Tensor<T>> seeds(roots.size());
   for (std::size_t i = 0; i < roots.size(); ++i) {
     const Tensor<T>& r = roots[i];
     FROST_CHECK(r.requires_grad(), "frost::backward: element ", i, " of the outputs (shape ", r.shape().str(),
@@ -100,16 +104,17 @@ std::vector<Tensor<T>> run_backward(const std::vector<Tensor<T>>& roots, const s
       FROST_CHECK(g.shape() == r.shape(), "frost::backward: gradient of shape ", g.shape().str(),
                   " does not match the output's shape ", r.shape().str());
     }
-    if (capture) {
-      auto it = capture_at.find(r.impl()->grad_fn ? static_cast<const void*>(r.impl()->grad_fn.get())
-                                                  : static_cast<const void*>(r.impl()));
-      if (it != capture_at.end() && !r.impl()->grad_fn) detail::accumulate(captured[it->second], g);
-    }
-    send(r.impl()->grad_fn ? Edge<T>{r.impl()->grad_fn, {}} : Edge<T>{{}, r.impl_ref()}, std::move(g));
+    seeds[i] = std::move(g);
   }
 
   std::vector<Tensor<T>> dx;
-  try {
+  try {  // a failing rule must not leave nodes queued with half-summed gradients
+    for (std::size_t i = 0; i < roots.size(); ++i) {
+      const Tensor<T>& r = roots[i];
+      // (a leaf root that is also an input is captured by send(), like any leaf)
+      send(r.impl()->grad_fn ? Edge<T>{r.impl()->grad_fn, {}} : Edge<T>{{}, r.impl_ref()}, std::move(seeds[i]));
+    }
+
     while (!ready.empty()) {
       Node<T>* n = ready.top();
       ready.pop();
@@ -126,7 +131,6 @@ std::vector<Tensor<T>> run_backward(const std::vector<Tensor<T>>& roots, const s
       n->apply(dy, Grads<T>{dx.data(), &n->next});
       if (!retain_graph) {
         n->release_saved();
-        n->released = true;
       }
       for (std::size_t i = 0; i < n->next.size(); ++i)
         if (dx[i].defined() && n->next[i].needed()) send(n->next[i], std::move(dx[i]));

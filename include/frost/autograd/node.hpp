@@ -74,14 +74,15 @@ struct Node : RefCounted, detail::Pooled {
   std::uint64_t seq = 0;
   EdgeList<T> next;
   Tensor<T> grad_buf;  // gradient of this node's output, summed during backward
-  bool released = false;
+  bool released = false;  // saved tensors freed: a second backward through this node is an error
   bool queued = false;
 
   virtual ~Node() = default;
   virtual const char* name() const = 0;
   /// Gradients of the inputs given the gradient of the output.
   virtual void apply(const Tensor<T>& dy, Grads<T> dx) = 0;
-  /// Frees saved tensors once backward has used them (unless retain_graph).
+  /// Frees saved tensors once backward has used them (unless retain_graph);
+  /// nodes that saved no tensor stay usable, as in PyTorch.
   virtual void release_saved() = 0;
 
   // Unlinking a long chain recursively would overflow the stack: nodes whose
@@ -137,6 +138,10 @@ template <class X>
 struct is_saved : std::false_type {};
 template <class T>
 struct is_saved<SavedTensor<T>> : std::true_type {};
+template <class X>
+struct holds_tensor : is_saved<X> {};
+template <class T>
+struct holds_tensor<Tensor<T>> : std::true_type {};
 }  // namespace detail
 
 /// The node of one recorded op: `Op` carries the name, attributes and the
@@ -151,7 +156,12 @@ struct OpNode final : Node<T> {
   void apply(const Tensor<T>& dy, Grads<T> dx) override {
     std::apply([&](const auto&... s) { op.backward(dy, dx, unpack(s)...); }, saved);
   }
-  void release_saved() override { saved = std::tuple<S...>(); }
+  void release_saved() override {
+    if constexpr ((detail::holds_tensor<S>::value || ...)) {
+      saved = std::tuple<S...>();
+      this->released = true;
+    }
+  }
 
  private:
   template <class X>

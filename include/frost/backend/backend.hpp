@@ -27,24 +27,24 @@ struct Backend {
   virtual DeviceAllocator* allocator() = 0;
 
   /// y = f(x; p0, p1); x and y have the same shape (x may be broadcast by strides).
-  virtual void unary(UnaryOp op, View<const T> x, View<T> y, T p0, T p1) = 0;
+  virtual void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) = 0;
   /// y = f(a, b; p); all three share y's shape (inputs broadcast by 0 strides).
-  virtual void binary(BinaryOp op, View<const T> a, View<const T> b, View<T> y, T p) = 0;
+  virtual void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) = 0;
   /// y = cond != 0 ? a : b
-  virtual void where(View<const T> cond, View<const T> a, View<const T> b, View<T> y) = 0;
+  virtual void where(const View<const T>& cond, const View<const T>& a, const View<const T>& b, const View<T>& y) = 0;
   /// y = x elementwise (any strides; also the broadcast copy of expand + contiguous).
-  virtual void copy(View<const T> x, View<T> y) = 0;
-  virtual void fill(View<T> y, T value) = 0;
+  virtual void copy(const View<const T>& x, const View<T>& y) = 0;
+  virtual void fill(const View<T>& y, T value) = 0;
   /// Draws element i of y from philox::sample(dist, seed, offset, i, lo, hi).
-  virtual void random(View<T> y, philox::Dist dist, std::uint64_t seed, std::uint64_t offset, double lo,
+  virtual void random(const View<T>& y, philox::Dist dist, std::uint64_t seed, std::uint64_t offset, double lo,
                       double hi) = 0;
 
   /// Reduces the trailing `n_reduced` dims of x into y (shape = x's leading dims).
-  virtual void reduce(ReduceOp op, View<const T> x, int n_reduced, View<T> y) = 0;
+  virtual void reduce(ReduceOp op, const View<const T>& x, int n_reduced, const View<T>& y) = 0;
   /// Over the last dim of x (any leading shape): the max (or min) value and its first index.
-  virtual void arg_reduce(bool is_max, View<const T> x, View<T> values, View<std::int64_t> indices) = 0;
+  virtual void arg_reduce(bool is_max, const View<const T>& x, const View<T>& values, const View<std::int64_t>& indices) = 0;
   /// Softmax (or log-softmax) over the last dim; x's last dim is contiguous.
-  virtual void softmax(View<const T> x, View<T> y, bool log) = 0;
+  virtual void softmax(const View<const T>& x, const View<T>& y, bool log) = 0;
 
   /// C[b] = alpha * op(A[b]) op(B[b]) + beta * C[b] for b < batch, row-major
   /// matrices with leading dims lda/ldb/ldc and batch strides sa/sb/sc.
@@ -53,11 +53,11 @@ struct Backend {
                     T beta, T* c, std::int64_t ldc, std::int64_t sc, std::int64_t batch) = 0;
 
   /// y = x with dim `dim` replaced by x[..., index[k], ...].
-  virtual void index_select(View<const T> x, int dim, View<const std::int64_t> index, View<T> y) = 0;
+  virtual void index_select(const View<const T>& x, int dim, const View<const std::int64_t>& index, const View<T>& y) = 0;
   /// y[i] = x[i with dim -> index[i]]; y has index's shape.
-  virtual void gather(View<const T> x, int dim, View<const std::int64_t> index, View<T> y) = 0;
+  virtual void gather(const View<const T>& x, int dim, const View<const std::int64_t>& index, const View<T>& y) = 0;
   /// y[i with dim -> index[i]] += src[i], in place on y.
-  virtual void scatter_add(View<T> y, int dim, View<const std::int64_t> index, View<const T> src) = 0;
+  virtual void scatter_add(const View<T>& y, int dim, const View<const std::int64_t>& index, const View<const T>& src) = 0;
 };
 
 namespace detail {

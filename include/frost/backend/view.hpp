@@ -27,6 +27,7 @@ struct View {
   std::int64_t numel() const { return shape.numel(); }
   int ndim() const { return shape.ndim(); }
   bool is_contiguous() const {
+    if (numel() == 0) return true;  // nothing to lay out; contiguous_strides() of an empty shape would fail below
     std::int64_t expect = 1;
     for (int i = shape.ndim() - 1; i >= 0; --i) {
       if (shape[i] == 1) continue;

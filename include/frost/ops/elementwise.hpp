@@ -379,19 +379,20 @@ struct ActivationBackwardOp {
   BinaryOp kind;
   double p;
   template <class T> void backward(const Tensor<T>& gg, Grads<T> g, const Tensor<T>& dy, const Tensor<T>& s) const {
-    if (g.needs(0)) g[0] = detail::binary_grad(kind, gg, s, T(p));
+    // dy and s may broadcast: sum each gradient back to its input's shape.
+    if (g.needs(0)) g[0] = sum_to(detail::binary_grad(kind, gg, s, T(p)), dy.shape());
     if (!g.needs(1)) return;
     switch (kind) {
-      case BinaryOp::tanh_backward: g[1] = gg * dy * s * T(-2); break;
-      case BinaryOp::sigmoid_backward: g[1] = gg * dy * (T(1) - s * T(2)); break;
+      case BinaryOp::tanh_backward: g[1] = sum_to(gg * dy * s * T(-2), s.shape()); break;
+      case BinaryOp::sigmoid_backward: g[1] = sum_to(gg * dy * (T(1) - s * T(2)), s.shape()); break;
       case BinaryOp::gelu_backward: {
         auto phi = (s * s * T(-0.5)).exp() * T(0.39894228040143267794);
-        g[1] = gg * dy * phi * (T(2) - s * s);
+        g[1] = sum_to(gg * dy * phi * (T(2) - s * s), s.shape());
         break;
       }
       case BinaryOp::silu_backward: {
         auto sg = s.sigmoid();
-        g[1] = gg * dy * sg * (T(1) - sg) * (T(2) + s * (T(1) - sg * T(2)));
+        g[1] = sum_to(gg * dy * sg * (T(1) - sg) * (T(2) + s * (T(1) - sg * T(2))), s.shape());
         break;
       }
       default: break;  // relu / leaky_relu: piecewise linear, f'' = 0

@@ -62,7 +62,10 @@ Tensor<T> cat(const std::vector<Tensor<T>>& xs, std::int64_t dim = 0) {
 template <class T>
 Tensor<T> stack(const std::vector<Tensor<T>>& xs, std::int64_t dim = 0) {
   FROST_CHECK(!xs.empty(), "frost::stack: expects a non-empty list of tensors");
-  const int d = wrap_dim(dim, xs[0].dim() + 1, "stack");
+  const int nd = xs[0].dim();
+  FROST_CHECK(dim >= -(nd + 1) && dim <= nd, "frost::stack: dim ", dim, " is out of range for tensors of shape ",
+              xs[0].shape().str(), " (expected a dim in [", -(nd + 1), ", ", nd, "])");
+  const int d = wrap_dim(dim, nd + 1, "stack");
   std::vector<Tensor<T>> u;
   u.reserve(xs.size());
   for (std::size_t i = 0; i < xs.size(); ++i) {
@@ -105,13 +108,23 @@ void check_gather_shapes(const Shape& x, int dim, const Shape& idx, const char* 
 }
 }  // namespace detail
 
-/// y = self with src added at index along dim; dself = dy, dsrc = dy gathered at index
+/// y = self with src added at index along dim; dself = dy, dsrc = dy gathered
+/// at index (zero where src extends past the index)
 struct ScatterAddOp {
   static constexpr const char* name = "scatter_add";
   int dim;
+  Shape src;
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<std::int64_t>& index) const {
     if (g.needs(0)) g[0] = dy;
-    if (g.needs(1)) g[1] = dy.gather(dim, index);
+    if (!g.needs(1)) return;
+    auto ds = dy.gather(dim, index);  // index's shape, which may be smaller than src's
+    for (int k = 0; k < src.ndim(); ++k) {
+      if (ds.shape()[k] == src[k]) continue;
+      Shape s = ds.shape();
+      s[k] = src[k];
+      ds = detail::slice_backward(ds, s, k, 0, 1);
+    }
+    g[1] = ds;
   }
 };
 
@@ -133,7 +146,7 @@ Tensor<T> Tensor<T>::scatter_add(std::int64_t dim, const Tensor<std::int64_t>& i
   }
   backend_for<T>(device()).scatter_add(y.view_of(), d, index.view_of(), src.view_of());
   if constexpr (FloatScalar<T>)
-    if (detail::any_requires_grad<T>({this, &src})) detail::record(y, ScatterAddOp{d}, {this, &src}, index);
+    if (detail::any_requires_grad<T>({this, &src})) detail::record(y, ScatterAddOp{d, src.shape()}, {this, &src}, index);
   return y;
 }
 

@@ -118,6 +118,17 @@ template <FloatScalar T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b
   Shape ba, bbatch;
   for (int i = 0; i < da - 2; ++i) ba.push_back(aa.shape()[i]);
   for (int i = 0; i < db - 2; ++i) bbatch.push_back(bb.shape()[i]);
+  {  // checked here so the error shows the operands' full shapes, not just their batch dims
+    const int nbd = std::max(ba.ndim(), bbatch.ndim());
+    bool ok = true;
+    for (int i = 0; i < nbd; ++i) {
+      const int ia = ba.ndim() - nbd + i, ib = bbatch.ndim() - nbd + i;
+      const std::int64_t sa = ia >= 0 ? ba[ia] : 1, sb = ib >= 0 ? bbatch[ib] : 1;
+      ok = ok && (sa == sb || sa == 1 || sb == 1);
+    }
+    FROST_CHECK(ok, "frost::matmul: shapes ", a.shape().str(), " and ", b.shape().str(), " have batch dims ", ba.str(),
+                " and ", bbatch.str(), " that are not broadcastable");
+  }
   Shape batch = broadcast_shapes(ba, bbatch, "matmul");
   const std::int64_t m = aa.shape()[da - 2], n = bb.shape()[db - 1];
   Shape ea = batch, eb = batch, out = batch;

@@ -82,6 +82,15 @@ Tensor<T> finish_keepdim(const Tensor<T>& y, const Shape& in, const Shape& red, 
   return keepdim ? y : y.view(squeezed_shape(in, red));
 }
 
+/// A fresh (history-free, dense) keepdim result reshaped to the squeezed
+/// shape without a view node: the reduction op records on it directly.
+template <class T>
+Tensor<T> squeeze_fresh(const Tensor<T>& y, const Shape& in, const Shape& red, bool keepdim) {
+  if (keepdim) return y;
+  const Shape s = squeezed_shape(in, red);
+  return make_tensor<T>(y.impl()->storage, s, contiguous_strides(s), y.storage_offset());
+}
+
 }  // namespace detail
 
 /// y = sum over dims; dx = dy broadcast back
@@ -94,9 +103,11 @@ struct SumOp {
 template <FloatScalar T> Tensor<T> sum(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
   detail::check_defined(x, "sum");
   const Shape red = detail::reduction_dims(dims, x.dim(), "sum");
-  auto y = detail::reduce_raw(ReduceOp::sum, x, red, "sum");
-  if (detail::any_requires_grad<T>({&x})) detail::record(y, SumOp{x.shape(), y.shape()}, {&x});
-  return detail::finish_keepdim(y, x.shape(), red, keepdim);
+  // Squeeze before recording, so the result's grad_fn is sum itself.
+  auto y = detail::squeeze_fresh(detail::reduce_raw(ReduceOp::sum, x, red, "sum"), x.shape(), red, keepdim);
+  if (detail::any_requires_grad<T>({&x}))
+    detail::record(y, SumOp{x.shape(), detail::keepdim_shape(x.shape(), red)}, {&x});
+  return y;
 }
 template <FloatScalar T> Tensor<T> sum(const Tensor<T>& x) { return sum(x, Shape{}, false); }
 
@@ -144,10 +155,11 @@ struct ProdOp {
 template <FloatScalar T> Tensor<T> prod(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
   detail::check_defined(x, "prod");
   const Shape red = detail::reduction_dims(dims, x.dim(), "prod");
-  auto y = detail::reduce_raw(ReduceOp::prod, x, red, "prod");
+  auto y = detail::squeeze_fresh(detail::reduce_raw(ReduceOp::prod, x, red, "prod"), x.shape(), red, keepdim);
   if (detail::any_requires_grad<T>({&x}))
-    detail::record(y, ProdOp{x.shape(), y.shape()}, {&x}, SavedTensor<T>::input(x), SavedTensor<T>::output(y));
-  return detail::finish_keepdim(y, x.shape(), red, keepdim);
+    detail::record(y, ProdOp{x.shape(), detail::keepdim_shape(x.shape(), red)}, {&x}, SavedTensor<T>::input(x),
+                   SavedTensor<T>::output(y));
+  return y;
 }
 
 /// max/min over all elements; the gradient is shared among the tied maxima
@@ -165,7 +177,7 @@ Tensor<T> extremum_all(const Tensor<T>& x, ReduceOp op, const char* name) {
   FROST_CHECK(x.numel() > 0, "frost::", name, ": the input has no elements (shape ", x.shape().str(),
               "); the result would have no value");
   const Shape red = reduction_dims(Shape{}, x.dim(), name);
-  auto y = reduce_raw(op, x, red, name).view(Shape{});
+  auto y = squeeze_fresh(reduce_raw(op, x, red, name), x.shape(), red, false);
   if (any_requires_grad<T>({&x})) record(y, ExtremumOp{}, {&x}, SavedTensor<T>::input(x), SavedTensor<T>::output(y));
   return y;
 }
@@ -212,8 +224,12 @@ Tensor<std::int64_t> arg_extremum(const Tensor<T>& x, std::optional<std::int64_t
     NoGradGuard ng;
     return max_min_dim(x.reshape({-1}), 0, false, is_max).indices;
   }
+  // Checked here so the errors name argmax/argmin rather than max/min.
+  const int d = wrap_dim(*dim, x.dim(), name);
+  FROST_CHECK(x.dim() == 0 || x.shape()[d] > 0, "frost::", name, ": cannot reduce over dim ", d, " of size 0 (shape ",
+              x.shape().str(), "); the result would have no value");
   NoGradGuard ng;
-  return max_min_dim(x, *dim, keepdim, is_max).indices;
+  return max_min_dim(x, d, keepdim, is_max).indices;
 }
 
 template <FloatScalar T> Tensor<T> norm(const Tensor<T>& x, double p, const Shape& dims, bool keepdim = false) {

@@ -141,6 +141,10 @@ Tensor<T> Tensor<T>::unflatten(std::int64_t dim, const Shape& sizes) const {
 template <class T>
 Tensor<T> Tensor<T>::unsqueeze(std::int64_t dim) const {
   detail::check_defined(*this, "unsqueeze");
+  // wrap_dim would describe the result's dim count; name the input instead.
+  FROST_CHECK(dim >= -(this->dim() + 1) && dim <= this->dim(), "frost::unsqueeze: dim ", dim,
+              " is out of range for a tensor of shape ", shape().str(), " (expected a dim in [", -(this->dim() + 1),
+              ", ", this->dim(), "])");
   const int d = wrap_dim(dim, this->dim() + 1, "unsqueeze");
   Shape s = shape(), st = strides();
   const std::int64_t inner_stride = d < this->dim() ? st[d] * s[d] : 1;
@@ -242,7 +246,8 @@ Tensor<T> Tensor<T>::expand(const Shape& to_in) const {
   }
   if (to == shape()) return *this;
   auto y = detail::alias(*this, to, st, storage_offset());
-  if (detail::any_requires_grad<T>({this})) detail::record(y, ExpandOp{shape()}, {this});
+  if constexpr (FloatScalar<T>)  // ExpandOp's backward sums: float only (int64 index tensors expand too)
+    if (detail::any_requires_grad<T>({this})) detail::record(y, ExpandOp{shape()}, {this});
   return y;
 }
 

@@ -23,28 +23,28 @@ struct CpuBackend final : Backend<T> {
   Device device() const override { return Device::cpu(); }
   DeviceAllocator* allocator() override { return nullptr; }  // CPU storages use the pooled host allocator
 
-  void unary(UnaryOp op, View<const T> x, View<T> y, T p0, T p1) override {
+  void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) override {
     if constexpr (FloatScalar<T>) cpu::unary(op, x, y, p0, p1);
     else math_unsupported(op_name(op));
   }
-  void binary(BinaryOp op, View<const T> a, View<const T> b, View<T> y, T p) override {
+  void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) override {
     if constexpr (FloatScalar<T>) cpu::binary(op, a, b, y, p);
     else math_unsupported(op_name(op));
   }
-  void where(View<const T> c, View<const T> a, View<const T> b, View<T> y) override { cpu::where(c, a, b, y); }
-  void copy(View<const T> x, View<T> y) override { cpu::copy(x, y); }
-  void fill(View<T> y, T v) override { cpu::fill(y, v); }
-  void random(View<T> y, philox::Dist d, std::uint64_t seed, std::uint64_t off, double lo, double hi) override {
+  void where(const View<const T>& c, const View<const T>& a, const View<const T>& b, const View<T>& y) override { cpu::where(c, a, b, y); }
+  void copy(const View<const T>& x, const View<T>& y) override { cpu::copy(x, y); }
+  void fill(const View<T>& y, T v) override { cpu::fill(y, v); }
+  void random(const View<T>& y, philox::Dist d, std::uint64_t seed, std::uint64_t off, double lo, double hi) override {
     cpu::random(y, d, seed, off, lo, hi);
   }
-  void reduce(ReduceOp op, View<const T> x, int n_reduced, View<T> y) override {
+  void reduce(ReduceOp op, const View<const T>& x, int n_reduced, const View<T>& y) override {
     if constexpr (FloatScalar<T>) cpu::reduce(op, x, n_reduced, y);
     else math_unsupported("reduce");
   }
-  void arg_reduce(bool is_max, View<const T> x, View<T> v, View<std::int64_t> i) override {
+  void arg_reduce(bool is_max, const View<const T>& x, const View<T>& v, const View<std::int64_t>& i) override {
     cpu::arg_reduce(is_max, x, v, i);
   }
-  void softmax(View<const T> x, View<T> y, bool log) override {
+  void softmax(const View<const T>& x, const View<T>& y, bool log) override {
     if constexpr (FloatScalar<T>) cpu::softmax(x, y, log);
     else math_unsupported("softmax");
   }
@@ -54,13 +54,13 @@ struct CpuBackend final : Backend<T> {
     if constexpr (FloatScalar<T>) cpu::gemm(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
     else math_unsupported("gemm");
   }
-  void index_select(View<const T> x, int dim, View<const std::int64_t> idx, View<T> y) override {
+  void index_select(const View<const T>& x, int dim, const View<const std::int64_t>& idx, const View<T>& y) override {
     cpu::index_select(x, dim, idx, y);
   }
-  void gather(View<const T> x, int dim, View<const std::int64_t> idx, View<T> y) override {
+  void gather(const View<const T>& x, int dim, const View<const std::int64_t>& idx, const View<T>& y) override {
     cpu::gather(x, dim, idx, y);
   }
-  void scatter_add(View<T> y, int dim, View<const std::int64_t> idx, View<const T> src) override {
+  void scatter_add(const View<T>& y, int dim, const View<const std::int64_t>& idx, const View<const T>& src) override {
     cpu::scatter_add(y, dim, idx, src);
   }
 

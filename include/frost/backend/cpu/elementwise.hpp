@@ -60,7 +60,7 @@ void binary_dense_scalar(const T* a, T bv, T* y, std::int64_t n, T p) {
 }
 
 template <class T>
-void unary(UnaryOp op, View<const T> x, View<T> y, T p0, T p1) {
+void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) {
   const std::int64_t n = y.numel();
   if (n == 0) return;
   if (x.is_contiguous() && y.is_contiguous()) {
@@ -83,7 +83,7 @@ void unary(UnaryOp op, View<const T> x, View<T> y, T p0, T p1) {
 }
 
 template <class T>
-void binary(BinaryOp op, View<const T> a, View<const T> b, View<T> y, T p) {
+void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) {
   const std::int64_t n = y.numel();
   if (n == 0) return;
   if (y.is_contiguous() && a.is_contiguous()) {
@@ -119,7 +119,7 @@ void binary(BinaryOp op, View<const T> a, View<const T> b, View<T> y, T p) {
 }
 
 template <class T>
-void where(View<const T> c, View<const T> a, View<const T> b, View<T> y) {
+void where(const View<const T>& c, const View<const T>& a, const View<const T>& b, const View<T>& y) {
   const std::int64_t n = y.numel();
   if (n == 0) return;
   Loop<4> loop(y.shape, {&y.strides, &c.strides, &a.strides, &b.strides});
@@ -135,7 +135,7 @@ void where(View<const T> c, View<const T> a, View<const T> b, View<T> y) {
 }
 
 template <class T>
-void copy(View<const T> x, View<T> y) {
+void copy(const View<const T>& x, const View<T>& y) {
   const std::int64_t n = y.numel();
   if (n == 0) return;
   if (x.is_contiguous() && y.is_contiguous()) {
@@ -158,7 +158,7 @@ void copy(View<const T> x, View<T> y) {
 }
 
 template <class T>
-void fill(View<T> y, T value) {
+void fill(const View<T>& y, T value) {
   const std::int64_t n = y.numel();
   if (n == 0) return;
   Loop<1> loop(y.shape, {&y.strides});
@@ -172,7 +172,7 @@ void fill(View<T> y, T value) {
 }
 
 template <class T>
-void random(View<T> y, philox::Dist dist, std::uint64_t seed, std::uint64_t offset, double lo, double hi) {
+void random(const View<T>& y, philox::Dist dist, std::uint64_t seed, std::uint64_t offset, double lo, double hi) {
   const std::int64_t n = y.numel();
   if (n == 0) return;
   // Element i of the draw goes to flat (row-major) position i of y, whatever

@@ -11,8 +11,8 @@
 namespace frost::cpu {
 
 inline void check_index(std::int64_t i, std::int64_t size, const char* op, int dim) {
-  FROST_CHECK(i >= -size && i < size, "frost::", op, ": index ", i, " is out of bounds for dim ", dim, " with size ",
-              size);
+  FROST_CHECK(i >= 0 && i < size, "frost::", op, ": index ", i, " is out of bounds for dim ", dim, " with size ", size,
+              " (expected 0 <= index < ", size, ")");
 }
 
 // Offsets of y's elements, with y's multi-index applied to another operand's strides.
@@ -30,7 +30,7 @@ void for_each_index(const Shape& shape, Fn&& fn) {
 }
 
 template <class T>
-void index_select(View<const T> x, int dim, View<const std::int64_t> index, View<T> y) {
+void index_select(const View<const T>& x, int dim, const View<const std::int64_t>& index, const View<T>& y) {
   const std::int64_t size = x.shape[dim];
   for (std::int64_t k = 0; k < index.numel(); ++k)
     check_index(index.data[k * index.strides[0]], size, "index_select", dim);
@@ -41,7 +41,6 @@ void index_select(View<const T> x, int dim, View<const std::int64_t> index, View
       std::int64_t i = idx[d];
       if (d == dim) {
         i = index.data[idx[d] * index.strides[0]];
-        if (i < 0) i += size;
       }
       xo += i * x.strides[d];
     }
@@ -50,7 +49,7 @@ void index_select(View<const T> x, int dim, View<const std::int64_t> index, View
 }
 
 template <class T>
-void gather(View<const T> x, int dim, View<const std::int64_t> index, View<T> y) {
+void gather(const View<const T>& x, int dim, const View<const std::int64_t>& index, const View<T>& y) {
   const std::int64_t size = x.shape[dim];
   for_each_index<T>(y.shape, [&](const std::int64_t* idx) {
     std::int64_t xo = 0, yo = 0, io = 0;
@@ -60,14 +59,13 @@ void gather(View<const T> x, int dim, View<const std::int64_t> index, View<T> y)
     }
     std::int64_t i = index.data[io];
     check_index(i, size, "gather", dim);
-    if (i < 0) i += size;
     for (int d = 0; d < y.ndim(); ++d) xo += (d == dim ? i : idx[d]) * x.strides[d];
     y.data[yo] = x.data[xo];
   });
 }
 
 template <class T>
-void scatter_add(View<T> y, int dim, View<const std::int64_t> index, View<const T> src) {
+void scatter_add(const View<T>& y, int dim, const View<const std::int64_t>& index, const View<const T>& src) {
   const std::int64_t size = y.shape[dim];
   for_each_index<T>(index.shape, [&](const std::int64_t* idx) {
     std::int64_t so = 0, io = 0, yo = 0;
@@ -77,7 +75,6 @@ void scatter_add(View<T> y, int dim, View<const std::int64_t> index, View<const 
     }
     std::int64_t i = index.data[io];
     check_index(i, size, "scatter_add", dim);
-    if (i < 0) i += size;
     for (int d = 0; d < index.ndim(); ++d) yo += (d == dim ? i : idx[d]) * y.strides[d];
     y.data[yo] += src.data[so];
   });

@@ -48,6 +48,7 @@ struct Loop {
   /// continues with inner_stride(k).
   template <class Row>
   void run(std::int64_t begin, std::int64_t end, Row&& row) const {
+    if (begin >= end) return;  // nothing to visit (and a size-0 dim would divide by zero below)
     std::int64_t idx[kMaxDims];
     std::int64_t rem = begin;
     for (int d = nd - 1; d >= 0; --d) {

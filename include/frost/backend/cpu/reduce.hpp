@@ -55,7 +55,7 @@ T reduce_run(const T* p, std::int64_t n, std::int64_t stride) {
 }
 
 template <ReduceOp OP, class T>
-void reduce_impl(View<const T> x, int n_reduced, View<T> y) {
+void reduce_impl(const View<const T>& x, int n_reduced, const View<T>& y) {
   const int nk = x.ndim() - n_reduced;
   Shape kshape, kstride, rshape, rstride;
   for (int d = 0; d < x.ndim(); ++d) {
@@ -126,7 +126,7 @@ void reduce_impl(View<const T> x, int n_reduced, View<T> y) {
 }
 
 template <class T>
-void reduce(ReduceOp op, View<const T> x, int n_reduced, View<T> y) {
+void reduce(ReduceOp op, const View<const T>& x, int n_reduced, const View<T>& y) {
   switch (op) {
     case ReduceOp::sum: return reduce_impl<ReduceOp::sum>(x, n_reduced, y);
     case ReduceOp::prod: return reduce_impl<ReduceOp::prod>(x, n_reduced, y);
@@ -136,7 +136,7 @@ void reduce(ReduceOp op, View<const T> x, int n_reduced, View<T> y) {
 }
 
 template <class T>
-void arg_reduce(bool is_max, View<const T> x, View<T> values, View<std::int64_t> indices) {
+void arg_reduce(bool is_max, const View<const T>& x, const View<T>& values, const View<std::int64_t>& indices) {
   const int nd = x.ndim();
   const std::int64_t n = x.shape[nd - 1], st = x.strides[nd - 1];
   Shape kshape, kstride;
@@ -164,7 +164,7 @@ void arg_reduce(bool is_max, View<const T> x, View<T> values, View<std::int64_t>
 }
 
 template <class T>
-void softmax(View<const T> x, View<T> y, bool log) {
+void softmax(const View<const T>& x, const View<T>& y, bool log) {
   const int nd = x.ndim();
   const std::int64_t n = x.shape[nd - 1];
   Shape kshape, xs, ys;
