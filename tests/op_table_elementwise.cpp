@@ -70,7 +70,7 @@ std::vector<Row> elementwise_rows() {
       row("pow_scalar", {{2, 3}}, pos, FN(x[0].pow(2.5)), EW1(std::pow(a, 2.5))),
       row("pow_scalar", {{2, 3}}, u, FN(frost::pow(x[0], 3.0)), EW1(a * a * a)).with_note("negative base"),
       row("pow_scalar", {{2, 3}}, pos, FN(x[0].pow(-0.5)), EW1(1 / std::sqrt(a))),
-      row("pow_scalar", {{2, 3}}, u, FN(x[0].pow(0.0)), EW1(1.0)).with_note("exponent 0"),
+      row("pow_scalar", {{2, 3}}, u, FN(x[0].pow(0.0)), ew1([](double) { return 1.0; })).with_note("exponent 0"),
       row("rpow_scalar", {{2, 3}}, u, FN(frost::pow(2.0, x[0])), EW1(std::pow(2.0, a))),
       row("rpow_scalar", {{2, 3}}, u, FN(frost::pow(0.5, x[0])), EW1(std::pow(0.5, a))).layout({kT}),
       row("add_scalar", {{2, 3}}, u, FN(x[0] + 1.5), EW1(a + 1.5)),

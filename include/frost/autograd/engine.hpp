@@ -29,6 +29,8 @@ void accumulate(Tensor<T>& slot, Tensor<T> g) {
 /// out of place otherwise (and under create_graph, so .grad keeps history).
 template <class T>
 void accumulate_leaf(TensorImpl<T>& leaf, Tensor<T> g, bool create_graph) {
+  FROST_CHECK(g.shape() == leaf.shape, "frost::backward: a gradient of shape ", g.shape().str(),
+              " reached a leaf of shape ", leaf.shape.str(), " (an op's backward rule returned the wrong shape)");
   if (!create_graph) g = g.detach();
   if (!leaf.grad) {
     // After detach() g's impl is ours; its memory is ours if nobody else holds the storage.

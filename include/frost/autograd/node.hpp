@@ -92,7 +92,7 @@ struct Node : RefCounted, detail::Pooled {
       detail::pending_node_deletes->push_back(n);
       return;
     }
-    std::vector<void*> pending;
+    thread_local std::vector<void*> pending;  // keeps its capacity between graphs
     detail::pending_node_deletes = &pending;
     delete n;
     while (!pending.empty()) {

@@ -33,6 +33,17 @@ template <class T>
 Tensor<T> binary_grad(BinaryOp k, const Tensor<T>& a, const Tensor<T>& b, T p = T(0));
 template <class T>
 Tensor<T> activation_grad(BinaryOp k, const Tensor<T>& dy, const Tensor<T>& saved, T p = T(0));
+template <class T>
+bool owns_gradient(const Tensor<T>& dy, const Tensor<T>& other);
+
+/// `dy * other` or `dy / other` in a backward rule, at dy's last use: written over dy when
+/// backward holds the only reference to it (see owns_gradient).
+template <class T>
+Tensor<T> grad_binary(BinaryOp k, const Tensor<T>& dy, const Tensor<T>& other) {
+  if (!owns_gradient(dy, other)) return k == BinaryOp::mul ? dy * other : dy / other;
+  backend_for<T>(dy.device()).binary(k, dy.view_of(), broadcast_view(other, dy.shape()), dy.view_of(), T(0));
+  return dy;
+}
 
 }  // namespace detail
 
@@ -286,8 +297,9 @@ struct SubOp {
 struct MulOp {
   static constexpr const char* name = "mul";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b) const {
-    if (g.needs(0)) g[0] = sum_to(dy * b, a.shape());
     if (g.needs(1)) g[1] = sum_to(dy * a, b.shape());
+    // dy's last use: may be overwritten (see grad_binary)
+    if (g.needs(0)) g[0] = sum_to(detail::grad_binary(BinaryOp::mul, dy, b), a.shape());
   }
 };
 /// y = a / b; da = dy / b, db = -dy y / b
@@ -412,12 +424,18 @@ Tensor<T> binary_grad(BinaryOp k, const Tensor<T>& a, const Tensor<T>& b, T p) {
 /// First-order rules call this: when backward holds the only reference to
 /// dy (no create_graph, nobody else sees the buffer), the gradient is
 /// written over dy instead of into a new tensor.
+/// Whether a backward rule may write its result over dy: no create_graph,
+/// nobody else references dy or its memory, and the result has dy's shape.
+template <class T>
+bool owns_gradient(const Tensor<T>& dy, const Tensor<T>& other) {
+  return !is_grad_enabled() && dy.impl()->use_count() == 1 && dy.impl()->storage->use_count() == 1 &&
+         !dy.impl()->is_view && dy.device() == other.device() && dy.is_contiguous() &&
+         (other.shape() == dy.shape() || broadcast_shapes(dy.shape(), other.shape(), "backward") == dy.shape());
+}
+
 template <class T>
 Tensor<T> activation_grad(BinaryOp k, const Tensor<T>& dy, const Tensor<T>& saved, T p) {
-  const bool owned = !is_grad_enabled() && dy.impl()->use_count() == 1 && dy.impl()->storage->use_count() == 1 &&
-                     !dy.impl()->is_view && dy.shape() == saved.shape() && dy.device() == saved.device() &&
-                     dy.is_contiguous();
-  if (!owned) return binary_grad(k, dy, saved, p);
+  if (!(owns_gradient(dy, saved) && dy.shape() == saved.shape())) return binary_grad(k, dy, saved, p);
   backend_for<T>(dy.device()).binary(k, dy.view_of(), saved.view_of(), dy.view_of(), p);
   return dy;
 }
