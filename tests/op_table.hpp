@@ -720,7 +720,7 @@ inline bool second_derivatives_match(const Row& r) {
     for (auto& x : xs) keep = keep + x.sum() * 0.0;
     const TD y = r.fd(views(r, xs));
     if (y.requires_grad()) {
-      const auto gs = autograd::grad({(y * w).sum()}, xs, {}, true, true);
+      const auto gs = autograd::grad({(y * w).sum()}, xs, {}, true, true, /*allow_unused=*/true);
       for (std::size_t i = 0; i < xs.size(); ++i)
         flat.push_back(gs[i].defined() ? gs[i].reshape({-1}) : TD::zeros({xs[i].numel()}));
     }

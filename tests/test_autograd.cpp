@@ -831,3 +831,23 @@ TEST_CASE("autograd: overlapping views and copies of one leaf") {
   h.sum().backward();
   CHECK_FALSE(h.grad().defined());
 }
+
+TEST_CASE("autograd: grad of an unused input is an error unless allow_unused") {
+  auto x = TD::from({1.0, 2.0}).requires_grad_();
+  auto w = TD::from({3.0}).requires_grad_();
+  auto y = (x * x).sum();
+  CHECK_THROWS_WITH_AS(frost::autograd::grad({y}, {x, w}, {}, true), doctest::Contains("input 1 (shape [1]) was not used"),
+                       Error);
+  auto g = frost::autograd::grad({y}, {x, w}, {}, false, false, true);
+  check_close(g[0], {2.0, 4.0});
+  CHECK_FALSE(g[1].defined());
+}
+
+TEST_CASE("autograd: norm has a zero gradient at the zero vector") {
+  auto x = TD::zeros({3}).requires_grad_();
+  x.norm().backward();
+  check_close(x.grad(), {0.0, 0.0, 0.0});
+  auto z = TD::from({3.0, 4.0, 0.0, 0.0}, {2, 2}).requires_grad_();
+  z.norm(2, {1}).sum().backward();
+  check_close(z.grad(), {0.6, 0.8, 0.0, 0.0}, 1e-12, 1e-12);
+}

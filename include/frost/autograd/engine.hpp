@@ -149,13 +149,20 @@ std::vector<Tensor<T>> run_backward(const std::vector<Tensor<T>>& roots, const s
 }
 
 /// Gradients of `outputs` w.r.t. `inputs` (like torch.autograd.grad); with
-/// create_graph the results carry history for higher derivatives.
+/// create_graph the results carry history for higher derivatives. An input
+/// the outputs do not depend on is an error unless allow_unused (then its
+/// gradient is an undefined tensor).
 template <class T>
 std::vector<Tensor<T>> grad(const std::vector<Tensor<T>>& outputs, const std::vector<Tensor<T>>& inputs,
                             const std::vector<Tensor<T>>& grad_outputs = {}, bool retain_graph = false,
-                            bool create_graph = false) {
+                            bool create_graph = false, bool allow_unused = false) {
   FROST_CHECK(!inputs.empty(), "frost::autograd::grad: no inputs given");
-  return run_backward(outputs, grad_outputs, retain_graph || create_graph, create_graph, inputs);
+  auto g = run_backward(outputs, grad_outputs, retain_graph || create_graph, create_graph, inputs);
+  for (std::size_t i = 0; i < g.size(); ++i)
+    FROST_CHECK(allow_unused || g[i].defined(), "frost::autograd::grad: input ", i, " (shape ",
+                inputs[i].shape().str(), ") was not used to compute the outputs; pass allow_unused=true to get an "
+                "undefined gradient for it");
+  return g;
 }
 
 /// The same with braced lists, which cannot deduce T for the vector form:
@@ -163,9 +170,9 @@ std::vector<Tensor<T>> grad(const std::vector<Tensor<T>>& outputs, const std::ve
 template <class T>
 std::vector<Tensor<T>> grad(std::initializer_list<Tensor<T>> outputs, std::initializer_list<Tensor<T>> inputs,
                             std::initializer_list<Tensor<T>> grad_outputs = {}, bool retain_graph = false,
-                            bool create_graph = false) {
+                            bool create_graph = false, bool allow_unused = false) {
   return grad(std::vector<Tensor<T>>(outputs), std::vector<Tensor<T>>(inputs), std::vector<Tensor<T>>(grad_outputs),
-              retain_graph, create_graph);
+              retain_graph, create_graph, allow_unused);
 }
 
 }  // namespace frost::autograd

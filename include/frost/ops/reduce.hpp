@@ -232,9 +232,33 @@ Tensor<std::int64_t> arg_extremum(const Tensor<T>& x, std::optional<std::int64_t
   return max_min_dim(x, d, keepdim, is_max).indices;
 }
 
+/// y = sqrt(sum x^2) over dims; dx = dy x / y, and 0 where y = 0 (the
+/// subgradient PyTorch uses, where the composite rule would give NaN)
+struct Norm2Op {
+  static constexpr const char* name = "norm";
+  Shape keep;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x, const Tensor<T>& y) const {
+    auto yk = y.reshape(keep);
+    auto zero = yk == T(0);
+    auto safe = where(zero, Tensor<T>::ones({}, yk.device()), yk);  // no 0/0 even in second derivatives
+    g[0] = x * where(zero, Tensor<T>::zeros({}, yk.device()), dy.reshape(keep) / safe);
+  }
+};
+
 template <FloatScalar T> Tensor<T> norm(const Tensor<T>& x, double p, const Shape& dims, bool keepdim = false) {
   detail::check_defined(x, "norm");
-  if (p == 2) return sqrt(sum(x * x, dims, keepdim));
+  if (p == 2) {
+    const Shape red = detail::reduction_dims(dims, x.dim(), "norm");
+    Tensor<T> y;
+    {
+      NoGradGuard ng;
+      y = sqrt(sum(x * x, red, keepdim));
+    }
+    if (detail::any_requires_grad<T>({&x}))
+      detail::record(y, Norm2Op{detail::keepdim_shape(x.shape(), red)}, {&x}, SavedTensor<T>::input(x),
+                     SavedTensor<T>::output(y));
+    return y;
+  }
   if (p == 1) return sum(abs(x), dims, keepdim);
   if (std::isinf(p)) {
     auto a = abs(x);
@@ -287,29 +311,28 @@ Tensor<T> softmax_raw(const Tensor<T>& x, int d, bool log) {
 }
 }  // namespace detail
 
-template <FloatScalar T> Tensor<T> softmax(const Tensor<T>& x, std::int64_t dim) {
-  detail::check_defined(x, "softmax");
-  if (x.dim() == 0) return softmax(x.reshape({1}), 0).reshape(Shape{});
-  const int d = wrap_dim(dim, x.dim(), "softmax");
+namespace detail {
+template <class Op, class T>
+Tensor<T> softmax_op(const Tensor<T>& x, std::int64_t dim, bool log) {
+  const char* name = Op::name;
+  check_defined(x, name);
+  if (x.dim() == 0) return softmax_op<Op>(x.reshape({1}), 0, log).reshape(Shape{});
+  const int d = wrap_dim(dim, x.dim(), name);
   Tensor<T> y;
   {
     NoGradGuard ng;
-    y = detail::softmax_raw(x, d, false);
+    y = softmax_raw(x, d, log);
   }
-  if (detail::any_requires_grad<T>({&x})) detail::record(y, SoftmaxOp{d}, {&x}, SavedTensor<T>::output(y));
+  if (any_requires_grad<T>({&x})) record(y, Op{d}, {&x}, SavedTensor<T>::output(y));
   return y;
 }
+}  // namespace detail
+
+template <FloatScalar T> Tensor<T> softmax(const Tensor<T>& x, std::int64_t dim) {
+  return detail::softmax_op<SoftmaxOp>(x, dim, false);
+}
 template <FloatScalar T> Tensor<T> log_softmax(const Tensor<T>& x, std::int64_t dim) {
-  detail::check_defined(x, "log_softmax");
-  if (x.dim() == 0) return log_softmax(x.reshape({1}), 0).reshape(Shape{});
-  const int d = wrap_dim(dim, x.dim(), "log_softmax");
-  Tensor<T> y;
-  {
-    NoGradGuard ng;
-    y = detail::softmax_raw(x, d, true);
-  }
-  if (detail::any_requires_grad<T>({&x})) detail::record(y, LogSoftmaxOp{d}, {&x}, SavedTensor<T>::output(y));
-  return y;
+  return detail::softmax_op<LogSoftmaxOp>(x, dim, true);
 }
 
 }  // namespace frost

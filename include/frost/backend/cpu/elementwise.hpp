@@ -59,6 +59,20 @@ void binary_dense_scalar(const T* a, T bv, T* y, std::int64_t n, T p) {
   });
 }
 
+/// y[i] = f(x[i]) for any strides (broadcast inputs included).
+template <class T, class F>
+void map_strided(const View<const T>& x, const View<T>& y, F f) {
+  Loop<2> loop(y.shape, {&y.strides, &x.strides});
+  const std::int64_t sy = loop.inner_stride(0), sx = loop.inner_stride(1);
+  parallel_for(y.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+    loop.run(b, e, [&](const auto& off, std::int64_t cnt) {
+      T* yp = y.data + off[0];
+      const T* xp = x.data + off[1];
+      for (std::int64_t i = 0; i < cnt; ++i) yp[i * sy] = f(xp[i * sx]);
+    });
+  });
+}
+
 template <class T>
 void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) {
   const std::int64_t n = y.numel();
@@ -71,15 +85,7 @@ void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) {
 #undef FROST_CASE
     }
   }
-  Loop<2> loop(y.shape, {&y.strides, &x.strides});
-  const std::int64_t sy = loop.inner_stride(0), sx = loop.inner_stride(1);
-  parallel_for(n, kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-    loop.run(b, e, [&](const auto& off, std::int64_t cnt) {
-      T* yp = y.data + off[0];
-      const T* xp = x.data + off[1];
-      for (std::int64_t i = 0; i < cnt; ++i) yp[i * sy] = fn::unary<T>(op, xp[i * sx], p0, p1);
-    });
-  });
+  map_strided(x, y, [&](T v) { return fn::unary<T>(op, v, p0, p1); });
 }
 
 template <class T>
@@ -146,15 +152,7 @@ void copy(const View<const T>& x, const View<T>& y) {
     });
     return;
   }
-  Loop<2> loop(y.shape, {&y.strides, &x.strides});
-  const std::int64_t sy = loop.inner_stride(0), sx = loop.inner_stride(1);
-  parallel_for(n, kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-    loop.run(b, e, [&](const auto& off, std::int64_t cnt) {
-      T* yp = y.data + off[0];
-      const T* xp = x.data + off[1];
-      for (std::int64_t i = 0; i < cnt; ++i) yp[i * sy] = xp[i * sx];
-    });
-  });
+  map_strided(x, y, [](T v) { return v; });
 }
 
 template <class T>
