@@ -222,4 +222,12 @@ Tensor<U> Tensor<T>::to() const {
   }
 }
 
+// frost::compiled: Tensor<float> and Tensor<double> member functions (and the
+// ops they reach) are instantiated once in src/cpu_backend.cpp, not in every
+// file that uses them.
+#if defined(FROST_CPU_BACKEND_EXTERN) && !defined(FROST_CPU_BACKEND_IMPLEMENTATION)
+extern template class Tensor<float>;
+extern template class Tensor<double>;
+#endif
+
 }  // namespace frost
