@@ -17,3 +17,4 @@
 
 #include "tensor.hpp"  // first: it pulls in autograd and the ops in order
 #include "io/print.hpp"
+#include "nn/losses.hpp"
