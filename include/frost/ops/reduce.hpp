@@ -128,7 +128,7 @@ template <FloatScalar T> Tensor<T> mean(const Tensor<T>& x, const Shape& dims, b
   const Shape red = detail::reduction_dims(dims, x.dim(), "mean");
   std::int64_t n = 1;
   for (auto d : red) n *= x.shape()[static_cast<int>(d)];
-  return sum(x, red.empty() && x.dim() > 0 ? Shape{} : red, keepdim) * (T(1) / T(n));
+  return sum(x, red, keepdim) * (T(1) / T(n));
 }
 template <FloatScalar T> Tensor<T> mean(const Tensor<T>& x) { return mean(x, Shape{}, false); }
 
