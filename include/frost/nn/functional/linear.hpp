@@ -1,0 +1,46 @@
+// linear and bilinear maps (frost::nn::functional), written with matmul so
+// their gradients come from its rules.
+#pragma once
+#include "../../tensor.hpp"
+
+namespace frost::nn::functional {
+
+/// y = x W^T + b for x of shape [*, in], W [out, in], b [out] (or undefined).
+template <FloatScalar T>
+Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias = {}) {
+  frost::detail::check_same_device(x, weight, "linear");
+  FROST_CHECK(weight.dim() == 2, "frost::nn::functional::linear: weight must be 2-D [out, in], got ",
+              weight.shape().str());
+  FROST_CHECK(x.dim() >= 1 && x.shape()[x.dim() - 1] == weight.shape()[1], "frost::nn::functional::linear: input of shape ",
+              x.shape().str(), " does not end in in_features = ", weight.shape()[1], " (weight ",
+              weight.shape().str(), ")");
+  FROST_CHECK(!bias.defined() || (bias.dim() == 1 && bias.shape()[0] == weight.shape()[0]),
+              "frost::nn::functional::linear: bias of shape ", bias.defined() ? bias.shape().str() : "",
+              " does not match out_features = ", weight.shape()[0]);
+  if (x.dim() == 2) return bias.defined() ? addmm(bias, x, weight.t()) : mm(x, weight.t());
+  auto y = matmul(x, weight.t());
+  return bias.defined() ? y + bias : y;
+}
+
+/// y[n, o] = x1[n] . W[o] . x2[n] + b[o]; W [out, in1, in2].
+template <FloatScalar T>
+Tensor<T> bilinear(const Tensor<T>& x1, const Tensor<T>& x2, const Tensor<T>& weight, const Tensor<T>& bias = {}) {
+  FROST_CHECK(weight.dim() == 3, "frost::nn::functional::bilinear: weight must be 3-D [out, in1, in2], got ",
+              weight.shape().str());
+  const auto out = weight.shape()[0], in1 = weight.shape()[1], in2 = weight.shape()[2];
+  FROST_CHECK(x1.dim() >= 1 && x2.dim() == x1.dim() && x1.shape()[x1.dim() - 1] == in1 &&
+                  x2.shape()[x2.dim() - 1] == in2 && x1.shape().numel() / in1 == x2.shape().numel() / in2,
+              "frost::nn::functional::bilinear: inputs of shapes ", x1.shape().str(), " and ", x2.shape().str(),
+              " do not match weight ", weight.shape().str(), " (expected [*, ", in1, "] and [*, ", in2, "])");
+  Shape lead = x1.shape();
+  lead[lead.ndim() - 1] = out;
+  auto a = x1.reshape({-1, in1});
+  auto b = x2.reshape({-1, in2});
+  // (x1 W) for every output at once: [N, in1] x [in1, out * in2].
+  auto t = mm(a, weight.permute({1, 0, 2}).reshape({in1, out * in2})).reshape({-1, out, in2});
+  auto y = (t * b.unsqueeze(1)).sum({2});
+  if (bias.defined()) y = y + bias;
+  return y.reshape(lead);
+}
+
+}  // namespace frost::nn::functional
