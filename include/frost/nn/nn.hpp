@@ -1,10 +1,20 @@
-// frost::nn: modules, containers, layers, functional forms, losses.
+// frost::nn: modules, containers, layers, functional forms, losses, init.
 #pragma once
 
 #include "containers.hpp"
+#include "functional/dropout.hpp"
+#include "functional/embedding.hpp"
 #include "functional/linear.hpp"
+#include "functional/normalization.hpp"
+#include "functional/ops.hpp"
+#include "init.hpp"
 #include "layers/activation.hpp"
+#include "layers/conv.hpp"
+#include "layers/dropout.hpp"
+#include "layers/embedding.hpp"
 #include "layers/linear.hpp"
+#include "layers/normalization.hpp"
+#include "layers/pooling.hpp"
 #include "losses.hpp"
 #include "module.hpp"
 #include "state_dict.hpp"

@@ -3,6 +3,7 @@
 // not depend on the number of threads.
 #pragma once
 #include <cmath>
+#include <type_traits>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -144,15 +145,20 @@ void arg_reduce(bool is_max, const View<const T>& x, const View<T>& values, cons
     kshape.push_back(x.shape[d]);
     kstride.push_back(x.strides[d]);
   }
+  // NaN wins, as in PyTorch: the first NaN is the extremum.
+  auto is_nan = [](T v) {
+    if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+    else return false;
+  };
   Loop<3> loop(kshape, {&kstride, &values.strides, &indices.strides});
   loop.run(0, kshape.numel(), [&](const auto& off, std::int64_t cnt) {
     for (std::int64_t o = 0; o < cnt; ++o) {
       const T* p = x.data + off[0] + o * loop.inner_stride(0);
       T best = p[0];
       std::int64_t bi = 0;
-      for (std::int64_t i = 1; i < n && best == best; ++i) {
+      for (std::int64_t i = 1; i < n && !is_nan(best); ++i) {
         const T v = p[i * st];
-        if (v != v || (is_max ? v > best : v < best)) {
+        if (is_nan(v) || (is_max ? v > best : v < best)) {
           best = v;
           bi = i;
         }
