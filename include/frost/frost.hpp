@@ -16,5 +16,8 @@
 #pragma once
 
 #include "tensor.hpp"  // first: it pulls in autograd and the ops in order
+#include "io/module_io.hpp"
 #include "io/print.hpp"
-#include "nn/losses.hpp"
+#include "io/safetensors.hpp"
+#include "nn/nn.hpp"
+#include "optim.hpp"

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "containers.hpp"
+#include "functional/attention.hpp"
 #include "functional/dropout.hpp"
 #include "functional/embedding.hpp"
 #include "functional/linear.hpp"
@@ -9,12 +10,14 @@
 #include "functional/ops.hpp"
 #include "init.hpp"
 #include "layers/activation.hpp"
+#include "layers/attention.hpp"
 #include "layers/conv.hpp"
 #include "layers/dropout.hpp"
 #include "layers/embedding.hpp"
 #include "layers/linear.hpp"
 #include "layers/normalization.hpp"
 #include "layers/pooling.hpp"
+#include "layers/rnn.hpp"
 #include "losses.hpp"
 #include "module.hpp"
 #include "state_dict.hpp"

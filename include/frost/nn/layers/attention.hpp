@@ -100,13 +100,17 @@ struct MultiheadAttentionImpl : ModuleT<T> {
     Tensor<T> qp, kp, vp;
     if (query.is_same(key) && key.is_same(value)) {
       auto qkv = functional::linear(q, in_proj_weight, in_proj_bias);
-      qp = qkv.narrow(2, 0, E), kp = qkv.narrow(2, E, E), vp = qkv.narrow(2, 2 * E, E);
+      qp = qkv.narrow(2, 0, E);
+      kp = qkv.narrow(2, E, E);
+      vp = qkv.narrow(2, 2 * E, E);
     } else {
       auto proj = [&](const Tensor<T>& x, std::int64_t i) {
         return functional::linear(x, in_proj_weight.narrow(0, i * E, E),
                                   in_proj_bias.defined() ? in_proj_bias.narrow(0, i * E, E) : Tensor<T>());
       };
-      qp = proj(q, 0), kp = proj(k, 1), vp = proj(v, 2);
+      qp = proj(q, 0);
+      kp = proj(k, 1);
+      vp = proj(v, 2);
     }
     // [len, N, E] -> [N*h, len, head_dim]: batch n, head j is row n*h + j (PyTorch's layout).
     auto heads = [&](const Tensor<T>& x, std::int64_t len) { return x.reshape({len, N * h, head_dim}).transpose(0, 1); };

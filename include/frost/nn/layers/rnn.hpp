@@ -9,6 +9,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,7 @@ class RNNImplBase : public ModuleT<T> {
   /// Parameters by layer and direction: index layer * num_directions + direction.
   std::vector<RNNWeights<T>> all_weights;
 
+  /// 2 when bidirectional, else 1.
   std::int64_t num_directions() const { return options.bidirectional ? 2 : 1; }
 
   std::string extra_repr() const override {
@@ -102,7 +104,11 @@ class RNNImplBase : public ModuleT<T> {
     if (options.num_layers != 1) s += ", num_layers=" + std::to_string(options.num_layers);
     if (!options.bias) s += ", bias=False";
     if (options.batch_first) s += ", batch_first=True";
-    if (options.dropout != 0) s += ", dropout=" + std::to_string(options.dropout);
+    if (options.dropout != 0) {
+      std::ostringstream p;  // 0.5, not std::to_string's 0.500000
+      p << options.dropout;
+      s += ", dropout=" + p.str();
+    }
     if (options.bidirectional) s += ", bidirectional=True";
     return s;
   }

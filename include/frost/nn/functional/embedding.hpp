@@ -1,0 +1,66 @@
+// Embedding lookup as a function (frost::nn::functional::embedding), with
+// PyTorch's padding_idx: that row is looked up as usual but gets no gradient.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "../../tensor.hpp"
+
+namespace frost::nn::functional {
+
+/// y = weight rows at the indices; dweight = zeros with dy's rows
+/// scatter-added at the indices (repeated indices accumulate), rows looked
+/// up at padding_idx masked out first
+struct EmbeddingOp {
+  static constexpr const char* name = "embedding";
+  Shape weight;  // [num_embeddings, embedding_dim]
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const IndexTensor& index,
+                                   const Tensor<T>& keep) const {
+    const std::int64_t rows = index.numel(), dim = weight[1];
+    auto d2 = dy.reshape({rows, dim});
+    if (keep.defined()) d2 = d2 * keep;
+    g[0] = Tensor<T>::zeros(weight, dy.device()).scatter_add(0, index.view({rows, 1}).expand({rows, dim}), d2);
+  }
+};
+
+/// Rows of `weight` [num_embeddings, embedding_dim] picked by `indices` (any
+/// shape): the result has shape indices.shape + [embedding_dim]
+/// (torch.nn.functional.embedding). A `padding_idx` (negative counts from
+/// the end) marks the row that receives no gradient.
+template <FloatScalar T>
+Tensor<T> embedding(const IndexTensor& indices, const Tensor<T>& weight,
+                    std::optional<std::int64_t> padding_idx = std::nullopt) {
+  frost::detail::check_same_device(weight, indices, "embedding");
+  FROST_CHECK(weight.dim() == 2, "frost::nn::functional::embedding: weight must be 2-D [num_embeddings, "
+                                 "embedding_dim], got shape ", weight.shape().str());
+  const std::int64_t num = weight.size(0), dim = weight.size(1);
+  if (padding_idx) {
+    FROST_CHECK(*padding_idx >= -num && *padding_idx < num, "frost::nn::functional::embedding: padding_idx ",
+                *padding_idx, " is out of range for ", num, " embeddings (expected -", num, " <= padding_idx < ", num,
+                ")");
+    if (*padding_idx < 0) *padding_idx += num;
+  }
+  const IndexTensor flat = indices.reshape({-1}).contiguous();
+  const auto v = flat.to_vector();
+  std::vector<T> keep(padding_idx ? v.size() : 0);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    FROST_CHECK(v[i] >= 0 && v[i] < num, "frost::nn::functional::embedding: index ", v[i],
+                " is out of range for an embedding table of ", num, " rows (weight shape ", weight.shape().str(),
+                "); expected 0 <= index < ", num);
+    if (padding_idx) keep[i] = v[i] == *padding_idx ? T(0) : T(1);
+  }
+  Shape out = indices.shape();
+  out.push_back(dim);
+  auto y = Tensor<T>::empty(out, weight.device());
+  backend_for<T>(weight.device())
+      .index_select(weight.view_of(), 0, flat.view_of(), View<T>(y.data(), Shape{flat.numel(), dim}));
+  if (frost::detail::any_requires_grad<T>({&weight})) {
+    const auto rows = static_cast<std::int64_t>(v.size());
+    frost::detail::record(y, EmbeddingOp{weight.shape()}, {&weight}, flat,
+                          padding_idx ? Tensor<T>::from(keep, {rows, 1}) : Tensor<T>());
+  }
+  return y;
+}
+
+}  // namespace frost::nn::functional
