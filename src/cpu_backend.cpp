@@ -1,6 +1,7 @@
 // The CPU kernels and the Tensor member functions compiled once, for programs
 // that link frost::compiled (FROST_CPU_BACKEND_EXTERN): explicit
-// instantiations for every element type.
+// instantiations for every element type. The safetensors JSON code
+// (io/safetensors_json.hpp) is defined here out of line too.
 #define FROST_CPU_BACKEND_IMPLEMENTATION
 #include <frost/frost.hpp>
 

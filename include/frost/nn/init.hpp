@@ -14,7 +14,6 @@
 #include <string_view>
 #include <vector>
 
-#include <Eigen/QR>
 
 #include "../tensor.hpp"
 
@@ -273,12 +272,62 @@ Tensor<T> xavier_normal_(Tensor<T> tensor, double gain = 1.0, Generator* generat
   return tensor;
 }
 
+namespace detail {
+/// Thin Householder QR of the column-major m x n matrix `a` (m >= n): Q's n
+/// columns into `q` (column-major m x n) and sign(R_jj) into `sign_r`. Only
+/// the signs of R are needed, so R itself is not kept.
+inline void householder_qr(std::vector<double>& a, std::int64_t m, std::int64_t n, std::vector<double>& q,
+                           std::vector<double>& sign_r) {
+  auto at = [m](std::vector<double>& x, std::int64_t i, std::int64_t j) -> double& {
+    return x[static_cast<std::size_t>(i + j * m)];
+  };
+  std::vector<std::vector<double>> vs(static_cast<std::size_t>(n));
+  for (std::int64_t k = 0; k < n; ++k) {
+    double norm2 = 0;
+    for (std::int64_t i = k; i < m; ++i) norm2 += at(a, i, k) * at(a, i, k);
+    const double x0 = at(a, k, k);
+    const double alpha = x0 >= 0 ? -std::sqrt(norm2) : std::sqrt(norm2);  // R_kk; the sign avoids cancellation
+    std::vector<double>& v = vs[static_cast<std::size_t>(k)];
+    v.assign(static_cast<std::size_t>(m - k), 0.0);
+    for (std::int64_t i = k; i < m; ++i) v[static_cast<std::size_t>(i - k)] = at(a, i, k);
+    v[0] -= alpha;
+    double vv = 0;
+    for (double e : v) vv += e * e;
+    sign_r[static_cast<std::size_t>(k)] = alpha > 0 ? 1.0 : (alpha < 0 ? -1.0 : 0.0);
+    if (vv == 0) {  // the column is already (0, ..., 0): H = I
+      v.clear();
+      continue;
+    }
+    for (std::int64_t j = k; j < n; ++j) {  // A <- (I - 2 v v^T / v^T v) A
+      double d = 0;
+      for (std::int64_t i = k; i < m; ++i) d += v[static_cast<std::size_t>(i - k)] * at(a, i, j);
+      const double f = 2 * d / vv;
+      for (std::int64_t i = k; i < m; ++i) at(a, i, j) -= f * v[static_cast<std::size_t>(i - k)];
+    }
+  }
+  // Q = H_0 H_1 ... H_{n-1} I[:, :n], applied right to left.
+  for (std::int64_t j = 0; j < n; ++j) at(q, j, j) = 1;
+  for (std::int64_t k = n - 1; k >= 0; --k) {
+    const std::vector<double>& v = vs[static_cast<std::size_t>(k)];
+    if (v.empty()) continue;
+    double vv = 0;
+    for (double e : v) vv += e * e;
+    for (std::int64_t j = 0; j < n; ++j) {
+      double d = 0;
+      for (std::int64_t i = k; i < m; ++i) d += v[static_cast<std::size_t>(i - k)] * at(q, i, j);
+      const double f = 2 * d / vv;
+      for (std::int64_t i = k; i < m; ++i) at(q, i, j) -= f * v[static_cast<std::size_t>(i - k)];
+    }
+  }
+}
+}  // namespace detail
+
 /// Saxe et al. (2013): a (semi-)orthogonal matrix from the QR of a Gaussian
 /// draw, times `gain`. Dims after the first are flattened, so rows = size(0)
 /// and cols = numel / rows; the rows (or columns, whichever are fewer) are
 /// orthonormal. Q's columns are multiplied by sign(diag(R)), as in PyTorch, so
 /// the result is Haar-distributed rather than biased by the QR's sign choice.
-/// CPU tensors only: the QR runs on the host (Eigen's Householder QR).
+/// CPU tensors only: the QR runs on the host (a Householder QR in double).
 template <FloatScalar T>
 Tensor<T> orthogonal_(Tensor<T> tensor, double gain = 1.0, Generator* generator = nullptr) {
   detail::target(tensor, "nn::init::orthogonal_");
@@ -290,24 +339,25 @@ Tensor<T> orthogonal_(Tensor<T> tensor, double gain = 1.0, Generator* generator 
   const std::int64_t rows = tensor.shape()[0], cols = tensor.numel() / rows;
   const bool wide = rows < cols;
   auto draw = Tensor<double>::randn({rows, cols}, generator);
-  using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic>;
-  using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  // A row-major rows x cols buffer read column-major is its transpose: the
-  // tall (m >= n) matrix the thin QR wants, either way round.
-  Mat a = wide ? Mat(Eigen::Map<const Mat>(draw.data(), cols, rows))
-               : Mat(Eigen::Map<const RowMat>(draw.data(), rows, cols));
-  const Eigen::Index m = a.rows(), n = a.cols();
-  Eigen::HouseholderQR<Mat> qr(a);
-  Mat q = qr.householderQ() * Mat::Identity(m, n);
-  for (Eigen::Index j = 0; j < n; ++j) {
-    const double r = qr.matrixQR()(j, j);
-    q.col(j) *= r > 0 ? gain : (r < 0 ? -gain : 0.0);  // torch.sign(0) == 0
-  }
+  // The tall (m >= n) matrix the thin QR wants: the draw, or its transpose.
+  const std::int64_t m = wide ? cols : rows, n = wide ? rows : cols;
+  std::vector<double> a(static_cast<std::size_t>(m * n));  // column-major m x n
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const double v = draw.data()[i * cols + j];
+      if (wide) a[static_cast<std::size_t>(j + i * m)] = v;
+      else a[static_cast<std::size_t>(i + j * m)] = v;
+    }
+  std::vector<double> q(static_cast<std::size_t>(m * n), 0.0), sign_r(static_cast<std::size_t>(n));
+  detail::householder_qr(a, m, n, q, sign_r);
   auto host = Tensor<T>::empty(tensor.shape());
-  // Row-major rows x cols result: Q itself (tall) or Q^T (wide).
-  Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> out(host.data(), rows, cols);
-  if (wide) out = q.transpose().template cast<T>();
-  else out = q.template cast<T>();
+  // Row-major rows x cols result: Q itself (tall) or Q^T (wide), each column
+  // of Q times sign(R_jj) (torch.sign(0) == 0) and the gain.
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const std::int64_t r = wide ? j : i, c = wide ? i : j;  // element (r, c) of Q
+      host.data()[i * cols + j] = static_cast<T>(q[static_cast<std::size_t>(r + c * m)] * sign_r[static_cast<std::size_t>(c)] * gain);
+    }
   detail::write_host(tensor, host);
   return tensor;
 }
