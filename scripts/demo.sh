@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-target=${FROST_DEMO_TARGET:-train_mlp}
+target=${FROST_DEMO_TARGET:-research_to_production}
 
 bash scripts/install_deps.sh
 
