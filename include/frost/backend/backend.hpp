@@ -18,6 +18,35 @@ namespace frost {
 
 enum class ReduceOp : std::uint8_t { sum, prod, max, min };
 
+/// Geometry of a 2-D convolution over dense NCHW tensors. Every extent is
+/// explicit, so one struct serves the forward, both gradients and
+/// conv_transpose2d (whose output is conv2d_grad_input's dx), and maps onto
+/// cuDNN's tensor, filter and convolution descriptors.
+struct Conv2dParams {
+  std::int64_t batch = 0, in_channels = 0, in_h = 0, in_w = 0;  // x: [batch, in_channels, in_h, in_w]
+  std::int64_t out_channels = 0, kernel_h = 1, kernel_w = 1;    // w: [out_channels, in_channels / groups, kernel_h, kernel_w]
+  std::int64_t out_h = 0, out_w = 0;                            // y: [batch, out_channels, out_h, out_w]
+  std::int64_t stride_h = 1, stride_w = 1;
+  /// Zeros before row 0 and column 0. The far side holds as many zeros as
+  /// out_h / out_w reach for: more than pad_h for PyTorch's padding="same"
+  /// with an even kernel (cuDNN, symmetric only, pads the input in a workspace
+  /// for that case).
+  std::int64_t pad_h = 0, pad_w = 0;
+  std::int64_t dilation_h = 1, dilation_w = 1;
+  std::int64_t groups = 1;
+};
+
+/// Geometry of 2-D max or average pooling over dense NCHW tensors; y is
+/// [batch, channels, out_h, out_w].
+struct Pool2dParams {
+  std::int64_t batch = 0, channels = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  std::int64_t dilation_h = 1, dilation_w = 1;  // max pooling only
+  bool ceil_mode = false;                       // how out_h / out_w were chosen; kernels take them as given
+  bool count_include_pad = true;                // average pooling: padding zeros count in the divisor
+  std::int64_t divisor_override = 0;            // average pooling: > 0 replaces the divisor
+};
+
 /// Kernels for element type T on one device kind.
 template <class T>
 struct Backend {
@@ -58,6 +87,63 @@ struct Backend {
   virtual void gather(const View<const T>& x, int dim, const View<const std::int64_t>& index, const View<T>& y) = 0;
   /// y[i with dim -> index[i]] += src[i], in place on y.
   virtual void scatter_add(const View<T>& y, int dim, const View<const std::int64_t>& index, const View<const T>& src) = 0;
+
+  // Convolution and pooling on dense NCHW views (the ops make inputs
+  // contiguous). Each maps onto one cuDNN call: ConvolutionBiasActivationForward,
+  // ConvolutionBackwardData, ConvolutionBackwardFilter, and the pooling
+  // kernels. A backend that lacks one reports it instead of computing.
+
+  /// y = act(conv2d(x, w) + bias). w is [out_channels, in_channels / groups,
+  /// kh, kw]; bias (out_channels values) may be null; act is the fused
+  /// epilogue: UnaryOp::copy for none, UnaryOp::relu (the CPU takes any
+  /// parameterless UnaryOp).
+  virtual void conv2d(const Conv2dParams& p, const View<const T>& x, const View<const T>& w, const T* bias,
+                      const View<T>& y, UnaryOp act) {
+    (void)p, (void)x, (void)w, (void)bias, (void)y, (void)act;
+    unsupported("conv2d");
+  }
+  /// dx = the gradient of conv2d w.r.t. x given dy (x's extents from p);
+  /// also conv_transpose2d's forward with dy as its input. Overwrites dx.
+  virtual void conv2d_grad_input(const Conv2dParams& p, const View<const T>& dy, const View<const T>& w,
+                                 const View<T>& dx) {
+    (void)p, (void)dy, (void)w, (void)dx;
+    unsupported("conv2d_grad_input");
+  }
+  /// dw = the gradient of conv2d w.r.t. w given x and dy. Overwrites dw.
+  virtual void conv2d_grad_weight(const Conv2dParams& p, const View<const T>& x, const View<const T>& dy,
+                                  const View<T>& dw) {
+    (void)p, (void)x, (void)dy, (void)dw;
+    unsupported("conv2d_grad_weight");
+  }
+  /// y = the max over each window (padding never wins), indices = its flat
+  /// position in the input plane (ih * in_w + iw), as PyTorch; NaN propagates.
+  /// indices.data may be null when only the values are wanted.
+  virtual void max_pool2d(const Pool2dParams& p, const View<const T>& x, const View<T>& y,
+                          const View<std::int64_t>& indices) {
+    (void)p, (void)x, (void)y, (void)indices;
+    unsupported("max_pool2d");
+  }
+  /// dx = zeros with dy added at indices (plane by plane). Overwrites dx.
+  virtual void max_pool2d_backward(const Pool2dParams& p, const View<const T>& dy,
+                                   const View<const std::int64_t>& indices, const View<T>& dx) {
+    (void)p, (void)dy, (void)indices, (void)dx;
+    unsupported("max_pool2d_backward");
+  }
+  /// y = the window sums over PyTorch's divisor (count_include_pad, divisor_override).
+  virtual void avg_pool2d(const Pool2dParams& p, const View<const T>& x, const View<T>& y) {
+    (void)p, (void)x, (void)y;
+    unsupported("avg_pool2d");
+  }
+  /// dx = avg_pool2d's adjoint applied to dy. Overwrites dx.
+  virtual void avg_pool2d_backward(const Pool2dParams& p, const View<const T>& dy, const View<T>& dx) {
+    (void)p, (void)dy, (void)dx;
+    unsupported("avg_pool2d_backward");
+  }
+
+ protected:
+  [[noreturn]] void unsupported(const char* op) const {
+    detail::fail("frost::", op, ": the ", device().str(), " backend has no ", dtype_name<T>(), " kernel for it");
+  }
 };
 
 namespace detail {

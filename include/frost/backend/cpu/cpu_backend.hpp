@@ -11,9 +11,11 @@
 #include "../backend.hpp"
 
 #if !defined(FROST_CPU_BACKEND_EXTERN) || defined(FROST_CPU_BACKEND_IMPLEMENTATION)
+#include "conv.hpp"
 #include "elementwise.hpp"
 #include "gemm.hpp"
 #include "index.hpp"
+#include "pool.hpp"
 #include "reduce.hpp"
 
 namespace frost {
@@ -62,6 +64,39 @@ struct CpuBackend final : Backend<T> {
   }
   void scatter_add(const View<T>& y, int dim, const View<const std::int64_t>& idx, const View<const T>& src) override {
     cpu::scatter_add(y, dim, idx, src);
+  }
+  void conv2d(const Conv2dParams& p, const View<const T>& x, const View<const T>& w, const T* bias, const View<T>& y,
+              UnaryOp act) override {
+    if constexpr (FloatScalar<T>) cpu::conv2d(p, x, w, bias, y, act);
+    else math_unsupported("conv2d");
+  }
+  void conv2d_grad_input(const Conv2dParams& p, const View<const T>& dy, const View<const T>& w,
+                         const View<T>& dx) override {
+    if constexpr (FloatScalar<T>) cpu::conv2d_grad_input(p, dy, w, dx);
+    else math_unsupported("conv2d_grad_input");
+  }
+  void conv2d_grad_weight(const Conv2dParams& p, const View<const T>& x, const View<const T>& dy,
+                          const View<T>& dw) override {
+    if constexpr (FloatScalar<T>) cpu::conv2d_grad_weight(p, x, dy, dw);
+    else math_unsupported("conv2d_grad_weight");
+  }
+  void max_pool2d(const Pool2dParams& p, const View<const T>& x, const View<T>& y,
+                  const View<std::int64_t>& indices) override {
+    if constexpr (FloatScalar<T>) cpu::max_pool2d(p, x, y, indices);
+    else math_unsupported("max_pool2d");
+  }
+  void max_pool2d_backward(const Pool2dParams& p, const View<const T>& dy, const View<const std::int64_t>& indices,
+                           const View<T>& dx) override {
+    if constexpr (FloatScalar<T>) cpu::max_pool2d_backward(p, dy, indices, dx);
+    else math_unsupported("max_pool2d_backward");
+  }
+  void avg_pool2d(const Pool2dParams& p, const View<const T>& x, const View<T>& y) override {
+    if constexpr (FloatScalar<T>) cpu::avg_pool2d(p, x, y);
+    else math_unsupported("avg_pool2d");
+  }
+  void avg_pool2d_backward(const Pool2dParams& p, const View<const T>& dy, const View<T>& dx) override {
+    if constexpr (FloatScalar<T>) cpu::avg_pool2d_backward(p, dy, dx);
+    else math_unsupported("avg_pool2d_backward");
   }
 
  private:

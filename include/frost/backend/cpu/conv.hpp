@@ -1,0 +1,522 @@
+// CPU convolution: im2col + Eigen GEMM per image, with the bias and the
+// activation applied to each image's output while it is still in cache;
+// 3x3 stride-1 convolutions with 16+ channels (forward and input gradient)
+// take Winograd F(2x2, 3x3) instead, which needs 2.25x fewer multiplications.
+// Batches are split across OpenMP threads (one single-threaded GEMM per
+// image); a batch too small to split leaves the threading to Eigen's GEMM.
+// 1x1 stride-1 unpadded convolutions read the input as the GEMM operand
+// directly.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include <Eigen/Core>
+
+#include "../../core/allocator.hpp"
+#include "../../core/functors.hpp"
+#include "../backend.hpp"
+#include "gemm.hpp"
+#include "parallel.hpp"
+
+namespace frost::cpu {
+
+namespace conv_detail {
+
+/// Scratch blocks a thread keeps between calls, so the im2col and Winograd
+/// buffers (often a few MiB: too large for the pooled allocator's classes)
+/// are not mapped and page-faulted afresh on every call. Blocks above
+/// kKeepBytes go back to the system after use.
+struct ScratchCache {
+  static constexpr std::size_t kKeepBytes = std::size_t{32} << 20;
+  struct Slot {
+    void* p = nullptr;
+    std::size_t cap = 0;
+    bool busy = false;
+  };
+  Slot slots[2];
+  ~ScratchCache() {
+    for (auto& s : slots) std::free(s.p);
+  }
+};
+inline ScratchCache& scratch_cache() {
+  thread_local ScratchCache cache;
+  return cache;
+}
+
+/// Uninitialised scratch memory (64-byte aligned) for one kernel call, from
+/// the calling thread's cache when a slot is free.
+template <class T>
+class Scratch {
+ public:
+  explicit Scratch(std::int64_t n) {
+    const std::size_t bytes = (static_cast<std::size_t>(std::max<std::int64_t>(n, 1)) * sizeof(T) + 63) / 64 * 64;
+    for (auto& s : scratch_cache().slots) {
+      if (s.busy) continue;
+      if (s.cap < bytes) {
+        std::free(s.p);
+        s.p = nullptr;
+        s.cap = 0;
+        s.p = frost::detail::system_alloc(bytes);
+        s.cap = bytes;
+      }
+      s.busy = true;
+      slot_ = &s;
+      p_ = static_cast<T*>(s.p);
+      return;
+    }
+    p_ = static_cast<T*>(frost::detail::system_alloc(bytes));
+  }
+  ~Scratch() {
+    if (!slot_) {
+      std::free(p_);
+      return;
+    }
+    slot_->busy = false;
+    if (slot_->cap > ScratchCache::kKeepBytes) {
+      std::free(slot_->p);
+      slot_->p = nullptr;
+      slot_->cap = 0;
+    }
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* get() const { return p_; }
+
+ private:
+  ScratchCache::Slot* slot_ = nullptr;
+  T* p_ = nullptr;
+};
+
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Eigen array maps: vectorised at any optimisation level.
+template <class T>
+using Arr = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using ConstArr = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+/// The output columns [lo, hi) whose input column ox * stride + off lies in [0, in).
+inline void valid_range(std::int64_t off, std::int64_t stride, std::int64_t in, std::int64_t out, std::int64_t& lo,
+                        std::int64_t& hi) {
+  lo = off >= 0 ? 0 : ceil_div(-off, stride);
+  hi = off >= in ? 0 : std::min(out, ceil_div(in - off, stride));
+  lo = std::min(lo, hi);
+}
+
+/// col[(c kh + i) kw + j][oy ow + ox] = x[c][oy sh - ph + i dh][ox sw - pw + j dw], 0 outside the input.
+template <class T>
+void im2col(const T* x, std::int64_t channels, const Conv2dParams& p, T* col) {
+  const std::int64_t H = p.in_h, W = p.in_w, OH = p.out_h, OW = p.out_w;
+  for (std::int64_t c = 0; c < channels; ++c)
+    for (std::int64_t i = 0; i < p.kernel_h; ++i)
+      for (std::int64_t j = 0; j < p.kernel_w; ++j) {
+        T* row = col + ((c * p.kernel_h + i) * p.kernel_w + j) * OH * OW;
+        const std::int64_t off = j * p.dilation_w - p.pad_w;
+        std::int64_t lo, hi;
+        valid_range(off, p.stride_w, W, OW, lo, hi);
+        for (std::int64_t oy = 0; oy < OH; ++oy) {
+          T* r = row + oy * OW;
+          const std::int64_t iy = oy * p.stride_h - p.pad_h + i * p.dilation_h;
+          if (iy < 0 || iy >= H) {
+            std::fill(r, r + OW, T(0));
+            continue;
+          }
+          const T* xr = x + (c * H + iy) * W;  // input column of output column ox: off + ox * stride
+          std::fill(r, r + lo, T(0));
+          if (p.stride_w == 1) std::memcpy(r + lo, xr + off + lo, static_cast<std::size_t>(hi - lo) * sizeof(T));
+          else
+            for (std::int64_t ox = lo; ox < hi; ++ox) r[ox] = xr[off + ox * p.stride_w];
+          std::fill(r + hi, r + OW, T(0));
+        }
+      }
+}
+
+/// The adjoint of im2col: dx[c][iy][ix] += col[...] (dx must start zeroed).
+template <class T>
+void col2im(const T* col, std::int64_t channels, const Conv2dParams& p, T* dx) {
+  const std::int64_t H = p.in_h, W = p.in_w, OH = p.out_h, OW = p.out_w;
+  for (std::int64_t c = 0; c < channels; ++c)
+    for (std::int64_t i = 0; i < p.kernel_h; ++i)
+      for (std::int64_t j = 0; j < p.kernel_w; ++j) {
+        const T* row = col + ((c * p.kernel_h + i) * p.kernel_w + j) * OH * OW;
+        const std::int64_t off = j * p.dilation_w - p.pad_w;
+        std::int64_t lo, hi;
+        valid_range(off, p.stride_w, W, OW, lo, hi);
+        for (std::int64_t oy = 0; oy < OH; ++oy) {
+          const std::int64_t iy = oy * p.stride_h - p.pad_h + i * p.dilation_h;
+          if (iy < 0 || iy >= H) continue;
+          const T* r = row + oy * OW;
+          T* xr = dx + (c * H + iy) * W;
+          if (p.stride_w == 1)
+            Arr<T>(xr + off + lo, hi - lo) += ConstArr<T>(r + lo, hi - lo);
+          else
+            for (std::int64_t ox = lo; ox < hi; ++ox) xr[off + ox * p.stride_w] += r[ox];
+        }
+      }
+}
+
+/// True when the input itself is the im2col matrix (1x1 kernel, stride 1, no padding).
+inline bool reads_input_directly(const Conv2dParams& p) {
+  return p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 &&
+         p.pad_w == 0 && p.out_h == p.in_h && p.out_w == p.in_w;
+}
+
+/// Threads to spread the images of a batch over: 1 (Eigen then threads each
+/// GEMM) when there is one image, little work, or we are already inside a
+/// parallel region.
+inline int image_threads(std::int64_t batch, std::int64_t flops_per_image) {
+#if defined(_OPENMP)
+  if (batch < 2 || omp_in_parallel() || batch * flops_per_image < (std::int64_t{1} << 20)) return 1;
+  return static_cast<int>(std::min<std::int64_t>(batch, omp_get_max_threads()));
+#else
+  (void)batch, (void)flops_per_image;
+  return 1;
+#endif
+}
+
+/// Runs fn(thread, first_image, end_image) over the batch on `threads` threads.
+template <class Fn>
+void over_images(int threads, std::int64_t batch, Fn&& fn) {
+#if defined(_OPENMP)
+  if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+    {
+      const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+      const std::int64_t chunk = ceil_div(batch, nt);
+      const std::int64_t b = std::min(batch, t * chunk), e = std::min(batch, b + chunk);
+      if (b < e) fn(static_cast<int>(t), b, e);
+    }
+    return;
+  }
+#endif
+  (void)threads;
+  fn(0, std::int64_t{0}, batch);
+}
+
+/// y[o] = act(y[o] + bias[o]) over one image's [out_channels, hw] block.
+template <class T>
+void bias_activation(T* y, const T* bias, std::int64_t channels, std::int64_t hw, UnaryOp act) {
+  if (!bias && act == UnaryOp::copy) return;
+  for (std::int64_t o = 0; o < channels; ++o) {
+    Arr<T> r(y + o * hw, hw);
+    const T b = bias ? bias[o] : T(0);
+    if (act == UnaryOp::copy) r += b;
+    else if (act == UnaryOp::relu) r = (r + b).max(T(0));
+    else
+      for (std::int64_t i = 0; i < hw; ++i) r[i] = fn::unary(act, r[i] + b, T(0), T(0));
+  }
+}
+
+// ---- Winograd F(2x2, 3x3) ----------------------------------------------------
+// A 3x3 stride-1 convolution computed on 4x4 input tiles: each 2x2 output
+// tile is A^T [(G w G^T) . (B^T d B)] A, so the channel sums become 16 GEMMs
+// [O, C] x [C, tiles] with 2.25x fewer multiplications than im2col's. The
+// transforms only add and halve, so float results stay within a few ulp of
+// the direct sum's error.
+//
+// Layout: a plane's tiles are numbered q = ty (tw + 1) + tx, one spare tile
+// per tile row, so that every transform is an elementwise operation on
+// contiguous arrays of all the plane's tiles (vectorised by Eigen at any -O).
+// The input plane is first split into four quarter planes by row and column
+// parity, zero-padded: the patch element (i, j) of every tile is then one
+// contiguous array.
+
+/// Worth it when the GEMMs stay large: enough channels on both sides.
+inline bool use_winograd(const Conv2dParams& p) {
+  return p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
+         p.dilation_w == 1 && p.in_channels / p.groups >= 16 && p.out_channels / p.groups >= 16 && p.out_h >= 2 &&
+         p.out_w >= 2;
+}
+
+/// U[k][o][c] = (G w[o][c] G^T)[k] for the 16 positions k of a 4x4 tile.
+template <class T>
+void winograd_weights(const T* w, std::int64_t O, std::int64_t Cg, T* U) {
+  const std::int64_t n = O * Cg;
+  for (std::int64_t f = 0; f < n; ++f) {
+    const T* g = w + f * 9;
+    T t[4][3];  // G g: rows transformed
+    for (int j = 0; j < 3; ++j) {
+      t[0][j] = g[j];
+      t[1][j] = T(0.5) * (g[j] + g[3 + j] + g[6 + j]);
+      t[2][j] = T(0.5) * (g[j] - g[3 + j] + g[6 + j]);
+      t[3][j] = g[6 + j];
+    }
+    for (int i = 0; i < 4; ++i) {  // (G g) G^T: columns transformed
+      T* u = U + (i * 4) * n + f;
+      u[0 * n] = t[i][0];
+      u[1 * n] = T(0.5) * (t[i][0] + t[i][1] + t[i][2]);
+      u[2 * n] = T(0.5) * (t[i][0] - t[i][1] + t[i][2]);
+      u[3 * n] = t[i][2];
+    }
+  }
+}
+
+struct WinogradShape {
+  std::int64_t th, tw, row, tiles;  // tile rows, tile columns, tiles per row with the spare one, tiles per plane
+};
+inline WinogradShape winograd_shape(const Conv2dParams& p) {
+  const std::int64_t th = ceil_div(p.out_h, 2), tw = ceil_div(p.out_w, 2);
+  return {th, tw, tw + 1, th * (tw + 1)};
+}
+
+/// V[k][c][base + q] = (B^T d_q B)[k] for every tile q of one image's planes
+/// (ks: the stride between positions k, cs: between channels). `work` holds
+/// 4 quarter planes and 8 rows of tiles.
+template <class T>
+void winograd_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x, T* V, std::int64_t ks, std::int64_t cs,
+                     T* work) {
+  const std::int64_t H = p.in_h, W = p.in_w, L = s.tiles, qsize = (s.th + 1) * s.row;
+  T* Q = work;               // Q[(rp * 2 + cp) * qsize + r2 * row + m] = padded x[2 r2 + rp][2 m + cp]
+  T* Tr = work + 4 * qsize;  // 8 rows of L: B^T d for the even (0..3) and odd (4..7) patch columns
+  for (std::int64_t c = 0; c < p.in_channels; ++c) {
+    const T* xc = x + c * H * W;
+    for (int rp = 0; rp < 2; ++rp)
+      for (std::int64_t r2 = 0; r2 <= s.th; ++r2) {
+        const std::int64_t iy = 2 * r2 + rp - p.pad_h;
+        T* qe = Q + (rp * 2) * qsize + r2 * s.row;
+        T* qo = qe + qsize;
+        if (iy < 0 || iy >= H) {
+          std::fill(qe, qe + s.row, T(0));
+          std::fill(qo, qo + s.row, T(0));
+          continue;
+        }
+        const T* xr = xc + iy * W;
+        for (std::int64_t m = 0; m < s.row; ++m) {
+          const std::int64_t ix = 2 * m - p.pad_w;
+          qe[m] = ix >= 0 && ix < W ? xr[ix] : T(0);
+          qo[m] = ix + 1 >= 0 && ix + 1 < W ? xr[ix + 1] : T(0);
+        }
+      }
+    // B^T d: patch rows i = 0..3 are quarter plane (i % 2) shifted by (i / 2) rows.
+    for (int cp = 0; cp < 2; ++cp) {
+      auto d = [&](int i) { return ConstArr<T>(Q + ((i % 2) * 2 + cp) * qsize + (i / 2) * s.row, L); };
+      Arr<T>(Tr + (cp * 4 + 0) * L, L) = d(0) - d(2);
+      Arr<T>(Tr + (cp * 4 + 1) * L, L) = d(1) + d(2);
+      Arr<T>(Tr + (cp * 4 + 2) * L, L) = d(2) - d(1);
+      Arr<T>(Tr + (cp * 4 + 3) * L, L) = d(1) - d(3);
+    }
+    // (B^T d) B: patch columns 0, 1, 2, 3 are (even, odd) at tile column tx, then at tx + 1.
+    T* vc = V + c * cs;
+    for (int i = 0; i < 4; ++i) {
+      const ConstArr<T> e0(Tr + i * L, L - 1), e1(Tr + i * L + 1, L - 1);
+      const ConstArr<T> o0(Tr + (4 + i) * L, L - 1), o1(Tr + (4 + i) * L + 1, L - 1);
+      T* v = vc + (i * 4) * ks;
+      Arr<T>(v, L - 1) = e0 - e1;
+      Arr<T>(v + ks, L - 1) = o0 + e1;
+      Arr<T>(v + 2 * ks, L - 1) = e1 - o0;
+      Arr<T>(v + 3 * ks, L - 1) = o0 - o1;
+      for (int k = 0; k < 4; ++k) v[k * ks + L - 1] = T(0);  // the last spare tile
+    }
+  }
+}
+
+/// y = A^T m A + bias (then the activation) for one image's planes from
+/// M[k][o][base + q]; spare tiles and the rows / columns past an odd output
+/// are dropped. `work` holds 12 rows of tiles.
+template <class T>
+void winograd_outputs(const Conv2dParams& p, const WinogradShape& s, const T* M, std::int64_t ks, std::int64_t os,
+                      const T* bias, UnaryOp act, T* y, T* work) {
+  const std::int64_t OH = p.out_h, OW = p.out_w, L = s.tiles;
+  T* t = work;             // A^T m: t[r * 4 + j], r = 0, 1
+  T* out = work + 8 * L;   // out[r * 2 + j]
+  for (std::int64_t o = 0; o < p.out_channels; ++o) {
+    const T* mo = M + o * os;
+    auto m = [&](int k) { return ConstArr<T>(mo + k * ks, L); };
+    for (int j = 0; j < 4; ++j) {
+      Arr<T>(t + j * L, L) = m(j) + m(4 + j) + m(8 + j);
+      Arr<T>(t + (4 + j) * L, L) = m(4 + j) - m(8 + j) - m(12 + j);
+    }
+    const T b = bias ? bias[o] : T(0);
+    for (int r = 0; r < 2; ++r) {
+      auto tr = [&](int j) { return ConstArr<T>(t + (r * 4 + j) * L, L); };
+      Arr<T> o0(out + (r * 2) * L, L), o1(out + (r * 2 + 1) * L, L);
+      o0 = tr(0) + tr(1) + tr(2) + b;
+      o1 = tr(1) - tr(2) - tr(3) + b;
+      if (act == UnaryOp::relu) {
+        o0 = o0.max(T(0));
+        o1 = o1.max(T(0));
+      }
+    }
+    T* yo = y + o * OH * OW;
+    for (std::int64_t ty = 0; ty < s.th; ++ty)
+      for (int r = 0; r < 2 && 2 * ty + r < OH; ++r) {
+        T* yr = yo + (2 * ty + r) * OW;
+        const T* a = out + (r * 2) * L + ty * s.row;
+        const T* c = out + (r * 2 + 1) * L + ty * s.row;
+        const std::int64_t pairs = OW / 2;
+        for (std::int64_t tx = 0; tx < pairs; ++tx) {
+          yr[2 * tx] = a[tx];
+          yr[2 * tx + 1] = c[tx];
+        }
+        if (OW % 2) yr[OW - 1] = a[pairs];
+      }
+    if (act != UnaryOp::copy && act != UnaryOp::relu)
+      for (std::int64_t i = 0; i < OH * OW; ++i) yo[i] = fn::unary(act, yo[i], T(0), T(0));
+  }
+}
+
+template <class T>
+void conv2d_winograd(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, UnaryOp act) {
+  const std::int64_t G = p.groups, C = p.in_channels, O = p.out_channels, Cg = C / G, Og = O / G;
+  const WinogradShape s = winograd_shape(p);
+  // Images per GEMM: about 256 tiles, so the GEMMs are wide while the
+  // transformed tiles stay near the cache.
+  const std::int64_t chunk = std::clamp<std::int64_t>(256 / s.tiles, 1, p.batch);
+  const std::int64_t chunks = ceil_div(p.batch, chunk), P = chunk * s.tiles;
+  Scratch<T> U(16 * O * Cg);
+  winograd_weights(w, O, Cg, U.get());
+  const int threads = image_threads(chunks, 2 * 16 * O * Cg * P);
+  const std::int64_t work = std::max(4 * (s.th + 1) * s.row + 8 * s.tiles, 12 * s.tiles);
+  const std::int64_t per_thread = 16 * (C + O) * P + work;
+  Scratch<T> scratch(threads * per_thread);
+  over_images(threads, chunks, [&](int t, std::int64_t b, std::int64_t e) {
+    T* V = scratch.get() + t * per_thread;  // V[k][c][P]
+    T* M = V + 16 * C * P;                  // M[k][o][P]
+    T* wk = M + 16 * O * P;
+    for (std::int64_t ch = b; ch < e; ++ch) {
+      const std::int64_t n0 = ch * chunk, images = std::min(chunk, p.batch - n0);
+      const std::int64_t used = images * s.tiles;  // the last chunk may be short
+      for (std::int64_t i = 0; i < images; ++i)
+        winograd_inputs(p, s, x + (n0 + i) * C * p.in_h * p.in_w, V + i * s.tiles, C * P, P, wk);
+      for (int k = 0; k < 16; ++k)
+        for (std::int64_t g = 0; g < G; ++g) {
+          Eigen::Map<const RowMat<T>, 0, Stride> A(U.get() + (k * O + g * Og) * Cg, Og, Cg, Stride(Cg));
+          Eigen::Map<const RowMat<T>, 0, Stride> B(V + (k * C + g * Cg) * P, Cg, used, Stride(P));
+          Eigen::Map<RowMat<T>, 0, Stride>(M + (k * O + g * Og) * P, Og, used, Stride(P)).noalias() = A * B;
+        }
+      for (std::int64_t i = 0; i < images; ++i)
+        winograd_outputs(p, s, M + i * s.tiles, O * P, P, bias, act, y + (n0 + i) * O * p.out_h * p.out_w, wk);
+    }
+  });
+}
+
+}  // namespace conv_detail
+
+template <class T>
+void conv2d(const Conv2dParams& p, const View<const T>& xv, const View<const T>& wv, const T* bias, const View<T>& yv,
+            UnaryOp act) {
+  using namespace conv_detail;
+  if (p.batch > 0 && use_winograd(p)) return conv2d_winograd(p, xv.data, wv.data, bias, yv.data, act);
+  const std::int64_t G = p.groups, Cg = p.in_channels / G, Og = p.out_channels / G;
+  const std::int64_t HWi = p.in_h * p.in_w, HWo = p.out_h * p.out_w, Kg = Cg * p.kernel_h * p.kernel_w;
+  if (p.batch == 0 || p.out_channels == 0 || HWo == 0) return;
+  const bool direct = reads_input_directly(p);
+  const std::int64_t col_size = direct ? 0 : p.in_channels * p.kernel_h * p.kernel_w * HWo;
+  const int threads = image_threads(p.batch, 2 * p.out_channels * Kg * HWo);
+  Scratch<T> scratch(threads * col_size);
+  over_images(threads, p.batch, [&](int t, std::int64_t b, std::int64_t e) {
+    T* col = scratch.get() + t * col_size;
+    for (std::int64_t n = b; n < e; ++n) {
+      const T* x = xv.data + n * p.in_channels * HWi;
+      T* y = yv.data + n * p.out_channels * HWo;
+      if (!direct) im2col(x, p.in_channels, p, col);
+      const T* src = direct ? x : col;
+      for (std::int64_t g = 0; g < G; ++g) {
+        Eigen::Map<RowMat<T>> Y(y + g * Og * HWo, Og, HWo);
+        if (Kg == 0) {
+          Y.setZero();
+          continue;
+        }
+        Eigen::Map<const RowMat<T>> A(wv.data + g * Og * Kg, Og, Kg), B(src + g * Kg * HWo, Kg, HWo);
+        Y.noalias() = A * B;
+      }
+      bias_activation(y, bias, p.out_channels, HWo, act);
+    }
+  });
+}
+
+template <class T>
+void conv2d_grad_input(const Conv2dParams& p, const View<const T>& dyv, const View<const T>& wv, const View<T>& dxv) {
+  using namespace conv_detail;
+  const std::int64_t G = p.groups, Cg = p.in_channels / G, Og = p.out_channels / G;
+  const std::int64_t HWi = p.in_h * p.in_w, HWo = p.out_h * p.out_w, Kg = Cg * p.kernel_h * p.kernel_w;
+  if (p.batch == 0 || p.in_channels == 0 || HWi == 0) return;
+  if (p.out_channels == 0 || HWo == 0) {
+    std::fill(dxv.data, dxv.data + p.batch * p.in_channels * HWi, T(0));
+    return;
+  }
+  // A stride-1 3x3 convolution's input gradient is itself one: dy convolved
+  // with the flipped, transposed kernel and padding 2 - pad. Big enough, it
+  // takes the Winograd path too.
+  if (p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
+      p.dilation_w == 1 && p.pad_h <= 2 && p.pad_w <= 2) {
+    Conv2dParams q = p;
+    q.in_channels = p.out_channels;
+    q.in_h = p.out_h;
+    q.in_w = p.out_w;
+    q.out_channels = p.in_channels;
+    q.out_h = p.in_h;
+    q.out_w = p.in_w;
+    q.pad_h = 2 - p.pad_h;
+    q.pad_w = 2 - p.pad_w;
+    if (use_winograd(q)) {
+      Scratch<T> flipped(p.in_channels * Og * 9);  // [C, O / groups, 3, 3]
+      for (std::int64_t g = 0; g < G; ++g)
+        for (std::int64_t c = 0; c < Cg; ++c)
+          for (std::int64_t o = 0; o < Og; ++o) {
+            const T* src = wv.data + ((g * Og + o) * Cg + c) * 9;
+            T* dst = flipped.get() + ((g * Cg + c) * Og + o) * 9;
+            for (int k = 0; k < 9; ++k) dst[k] = src[8 - k];
+          }
+      conv2d_winograd(q, dyv.data, flipped.get(), static_cast<const T*>(nullptr), dxv.data, UnaryOp::copy);
+      return;
+    }
+  }
+  const bool direct = reads_input_directly(p);
+  const std::int64_t col_size = direct ? 0 : p.in_channels * p.kernel_h * p.kernel_w * HWo;
+  const int threads = image_threads(p.batch, 2 * p.out_channels * Kg * HWo);
+  Scratch<T> scratch(threads * col_size);
+  over_images(threads, p.batch, [&](int t, std::int64_t b, std::int64_t e) {
+    T* col = scratch.get() + t * col_size;
+    for (std::int64_t n = b; n < e; ++n) {
+      const T* dy = dyv.data + n * p.out_channels * HWo;
+      T* dx = dxv.data + n * p.in_channels * HWi;
+      T* dst = direct ? dx : col;  // dcol = W^T dy, then folded back onto dx
+      for (std::int64_t g = 0; g < G; ++g) {
+        Eigen::Map<const RowMat<T>> A(wv.data + g * Og * Kg, Og, Kg), B(dy + g * Og * HWo, Og, HWo);
+        Eigen::Map<RowMat<T>>(dst + g * Kg * HWo, Kg, HWo).noalias() = A.transpose() * B;
+      }
+      if (!direct) {
+        std::fill(dx, dx + p.in_channels * HWi, T(0));
+        col2im(col, p.in_channels, p, dx);
+      }
+    }
+  });
+}
+
+template <class T>
+void conv2d_grad_weight(const Conv2dParams& p, const View<const T>& xv, const View<const T>& dyv, const View<T>& dwv) {
+  using namespace conv_detail;
+  const std::int64_t G = p.groups, Cg = p.in_channels / G, Og = p.out_channels / G;
+  const std::int64_t HWi = p.in_h * p.in_w, HWo = p.out_h * p.out_w, Kg = Cg * p.kernel_h * p.kernel_w;
+  const std::int64_t wsize = p.out_channels * Kg;
+  std::fill(dwv.data, dwv.data + wsize, T(0));
+  if (p.batch == 0 || wsize == 0 || HWo == 0) return;
+  const bool direct = reads_input_directly(p);
+  const std::int64_t col_size = direct ? 0 : p.in_channels * p.kernel_h * p.kernel_w * HWo;
+  const int threads = image_threads(p.batch, 2 * p.out_channels * Kg * HWo);
+  // Each thread sums its images' dW in its own buffer (thread 0 in dw itself).
+  Scratch<T> scratch(threads * col_size + (threads - 1) * wsize);
+  T* partial = scratch.get() + threads * col_size;
+  std::fill(partial, partial + (threads - 1) * wsize, T(0));
+  over_images(threads, p.batch, [&](int t, std::int64_t b, std::int64_t e) {
+    T* col = scratch.get() + t * col_size;
+    T* acc = t == 0 ? dwv.data : partial + (t - 1) * wsize;
+    for (std::int64_t n = b; n < e; ++n) {
+      const T* x = xv.data + n * p.in_channels * HWi;
+      const T* dy = dyv.data + n * p.out_channels * HWo;
+      if (!direct) im2col(x, p.in_channels, p, col);
+      const T* src = direct ? x : col;
+      for (std::int64_t g = 0; g < G; ++g) {
+        Eigen::Map<const RowMat<T>> A(dy + g * Og * HWo, Og, HWo), B(src + g * Kg * HWo, Kg, HWo);
+        Eigen::Map<RowMat<T>>(acc + g * Og * Kg, Og, Kg).noalias() += A * B.transpose();
+      }
+    }
+  });
+  Arr<T> dw(dwv.data, wsize);
+  for (int t = 1; t < threads; ++t) dw += Arr<T>(partial + (t - 1) * wsize, wsize);
+}
+
+}  // namespace frost::cpu
