@@ -609,6 +609,7 @@ inline constexpr std::array<std::string_view, 10> kNoGradientOps = {"sign", "eq"
 std::vector<Row> elementwise_rows();
 std::vector<Row> reduce_linalg_rows();
 std::vector<Row> views_index_rows();
+std::vector<Row> conv_pool_rows();  // test_conv_pool.cpp
 
 // ---- the generic checks ------------------------------------------------------
 

@@ -18,7 +18,8 @@ struct Table {
 };
 
 std::vector<Table> tables() {
-  return {{"elementwise", elementwise_rows()}, {"reduce/linalg", reduce_linalg_rows()}, {"views/index", views_index_rows()}};
+  return {{"elementwise", elementwise_rows()}, {"reduce/linalg", reduce_linalg_rows()}, {"views/index", views_index_rows()},
+          {"conv/pool", conv_pool_rows()}};
 }
 
 std::vector<Row> all_rows() {

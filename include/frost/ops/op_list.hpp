@@ -25,6 +25,8 @@ namespace frost {
   X(mm) X(bmm) X(matmul) X(outer) X(addmm)                                                                         \
   /* joining and indexing */                                                                                       \
   X(cat) X(stack) X(split) X(chunk) X(index_select) X(gather) X(scatter_add) X(one_hot)                           \
+  /* convolution and pooling (ops/conv.hpp, ops/pool.hpp) */                                                      \
+  X(conv2d) X(conv1d) X(conv_transpose2d) X(max_pool2d) X(avg_pool2d) X(adaptive_avg_pool2d)                      \
   /* views and copies */                                                                                           \
   X(view) X(reshape) X(flatten) X(unflatten) X(unsqueeze) X(squeeze) X(transpose) X(permute) X(expand) X(narrow)  \
   X(slice) X(select) X(contiguous) X(clone)
