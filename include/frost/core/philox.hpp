@@ -57,12 +57,11 @@ FROST_HOST_DEVICE constexpr int per_block() { return sizeof(T) == 4 ? 4 : 2; }
 
 /// Element i of a draw: uniform in [lo, hi), normal(mean=lo, std=hi),
 /// bernoulli(p=lo) as 0/1, or randint in [lo, hi).
+/// Lane `lane` of Philox block `r` as a draw from `dist` (what sample()
+/// returns for the element that maps to that block and lane).
 template <class T>
-FROST_HOST_DEVICE inline T sample(Dist dist, std::uint64_t seed, std::uint64_t offset, std::uint64_t i, double lo,
-                                  double hi) {
+FROST_HOST_DEVICE inline T from_block(Dist dist, const U4& r, int lane, double lo, double hi) {
   constexpr int pb = per_block<T>();
-  const U4 r = block(seed, offset + i / pb);
-  const int lane = static_cast<int>(i % pb);
   double u, v;  // two uniforms in [0,1); v only needed by normal
   if constexpr (pb == 4) {
     u = to_float01(r.x[lane]);
@@ -90,6 +89,13 @@ FROST_HOST_DEVICE inline T sample(Dist dist, std::uint64_t seed, std::uint64_t o
     }
   }
   return T(0);
+}
+
+template <class T>
+FROST_HOST_DEVICE inline T sample(Dist dist, std::uint64_t seed, std::uint64_t offset, std::uint64_t i, double lo,
+                                  double hi) {
+  constexpr int pb = per_block<T>();
+  return from_block<T>(dist, block(seed, offset + i / pb), static_cast<int>(i % pb), lo, hi);
 }
 
 }  // namespace philox

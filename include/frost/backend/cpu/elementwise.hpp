@@ -201,6 +201,22 @@ void random(const View<T>& y, philox::Dist dist, std::uint64_t seed, std::uint64
   Loop<1> loop(y.shape, {&y.strides});
   const std::int64_t sy = loop.inner_stride(0);
   using S = std::conditional_t<sizeof(T) == 4, float, double>;
+  if (y.is_contiguous()) {
+    // One Philox block serves per_block consecutive elements: compute it
+    // once per block, not once per element (4x fewer rounds for floats).
+    constexpr int pb = philox::per_block<S>();
+    parallel_for(n, kParallelGrain / 4, [&](std::int64_t b, std::int64_t e) {
+      std::int64_t i = b;
+      while (i < e) {
+        const auto blk = static_cast<std::uint64_t>(i / pb);
+        const philox::U4 r = philox::block(seed, offset + blk);
+        const std::int64_t stop = std::min<std::int64_t>(e, static_cast<std::int64_t>(blk + 1) * pb);
+        for (; i < stop; ++i)
+          y.data[i] = static_cast<T>(philox::from_block<S>(dist, r, static_cast<int>(i % pb), lo, hi));
+      }
+    });
+    return;
+  }
   parallel_for(n, kParallelGrain / 4, [&](std::int64_t b, std::int64_t e) {
     std::int64_t i = b;
     loop.run(b, e, [&](const auto& off, std::int64_t cnt) {

@@ -131,6 +131,33 @@ void max_plane_2x2(const Pool2dParams& p, const T* x, T* y, T* rowmax) {
   }
 }
 
+/// The same windows with PyTorch's flat indices (training records them):
+/// four branch-free compares per output, first maximum in scan order wins.
+template <class T>
+void max_plane_2x2_indices(const Pool2dParams& p, const T* x, T* y, std::int64_t* idx) {
+  const std::int64_t W = p.in_w, OW = p.out_w;
+  for (std::int64_t oy = 0; oy < p.out_h; ++oy) {
+    const std::int64_t top = 2 * oy * W;
+    const T* r0 = x + top;
+    const T* r1 = r0 + W;
+    T* yr = y + oy * OW;
+    std::int64_t* ir = idx + oy * OW;
+    for (std::int64_t ox = 0; ox < OW; ++ox) {
+      const std::int64_t c = 2 * ox;
+      T best = r0[c];
+      std::int64_t bi = top + c;
+      bi = r0[c + 1] > best ? top + c + 1 : bi;
+      best = r0[c + 1] > best ? r0[c + 1] : best;
+      bi = r1[c] > best ? top + W + c : bi;
+      best = r1[c] > best ? r1[c] : best;
+      bi = r1[c + 1] > best ? top + W + c + 1 : bi;
+      best = r1[c + 1] > best ? r1[c + 1] : best;
+      yr[ox] = best;
+      ir[ox] = bi;
+    }
+  }
+}
+
 inline bool is_plain_2x2(const Pool2dParams& p) {
   return p.kernel_h == 2 && p.kernel_w == 2 && p.stride_h == 2 && p.stride_w == 2 && p.pad_h == 0 && p.pad_w == 0 &&
          p.dilation_h == 1 && p.dilation_w == 1 && 2 * p.out_h <= p.in_h && 2 * p.out_w <= p.in_w;
@@ -159,7 +186,9 @@ void max_pool2d(const Pool2dParams& p, const View<const T>& xv, const View<T>& y
     else if (!idx && p.out_w <= 512 && pool_detail::is_plain_2x2(p)) {
       T rowmax[1024];
       pool_detail::max_plane_2x2(p, x, y, rowmax);
-    } else if (idx)
+    } else if (idx && pool_detail::is_plain_2x2(p))
+      pool_detail::max_plane_2x2_indices(p, x, y, idx);
+    else if (idx)
       pool_detail::max_plane_fast<T, true>(p, x, y, idx);
     else
       pool_detail::max_plane_fast<T, false>(p, x, y, nullptr);
