@@ -602,3 +602,58 @@ TEST_CASE("optim: tensors large enough to split across threads update every elem
   CHECK(worst_w < 1e-14);
   CHECK(worst_v < 1e-9);
 }
+
+TEST_CASE("lr_scheduler: state_dict resumes a schedule where it stopped") {
+  for (int kind = 0; kind < 3; ++kind) {
+    auto make = [&](optim::Optimizer& opt) -> std::unique_ptr<optim::LRScheduler> {
+      if (kind == 0) return std::make_unique<optim::StepLR>(opt, 2, 0.5);
+      if (kind == 1) return std::make_unique<optim::CosineAnnealingLR>(opt, 7, 0.001);
+      return std::make_unique<optim::OneCycleLR>(opt, 0.5, 12);
+    };
+    // Uninterrupted: 10 steps.
+    Problem<double> a;
+    auto opt_a = two_groups_sgd(a);
+    auto sched_a = make(opt_a);
+    std::vector<double> lrs_a;
+    for (int i = 0; i < 10; ++i) {
+      train(opt_a, a, 1);
+      sched_a->step();
+      lrs_a.push_back(sched_a->get_last_lr()[0]);
+    }
+    // Interrupted after 4: optimizer and scheduler state go into fresh ones.
+    Problem<double> b;
+    auto opt_b = two_groups_sgd(b);
+    auto sched_b = make(opt_b);
+    std::vector<double> lrs_b;
+    for (int i = 0; i < 4; ++i) {
+      train(opt_b, b, 1);
+      sched_b->step();
+      lrs_b.push_back(sched_b->get_last_lr()[0]);
+    }
+    const auto opt_state = opt_b.state_dict();
+    const auto sched_state = sched_b->state_dict();
+    CHECK(sched_state.last_epoch == 4);
+    Problem<double> c;
+    {
+      NoGradGuard ng;
+      c.W.copy_(b.W);
+      c.b.copy_(b.b);
+    }
+    auto opt_c = two_groups_sgd(c);
+    auto sched_c = make(opt_c);
+    opt_c.load_state_dict(opt_state);
+    sched_c->load_state_dict(sched_state);
+    for (int i = 4; i < 10; ++i) {
+      train(opt_c, c, 1);
+      sched_c->step();
+      lrs_b.push_back(sched_c->get_last_lr()[0]);
+    }
+    CHECK(lrs_b == lrs_a);
+    CHECK(c.W.to_vector() == a.W.to_vector());
+  }
+  Problem<double> pr;
+  auto opt = two_groups_sgd(pr);
+  optim::StepLR sched(opt, 2);
+  CHECK_THROWS_WITH_AS(sched.load_state_dict({3, {0.1}, {0.1}}),
+                       doctest::Contains("this scheduler's optimizer has 2 param groups"), frost::Error);
+}

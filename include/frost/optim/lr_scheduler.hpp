@@ -13,6 +13,13 @@
 
 namespace frost::optim {
 
+/// What a scheduler carries between steps (PyTorch's scheduler state_dict
+/// minus the constructor arguments): enough to resume a schedule.
+struct LRSchedulerState {
+  std::int64_t last_epoch = -1;
+  std::vector<double> base_lrs, last_lr;
+};
+
 /// Base of the schedulers: call step() once per epoch (or per batch for
 /// OneCycleLR) after optimizer.step(). Construction already applies the
 /// rate for step 0, as in PyTorch.
@@ -34,6 +41,21 @@ class LRScheduler {
   std::int64_t last_epoch() const { return last_epoch_; }
   /// The rates the optimizer's groups had when the scheduler was made.
   const std::vector<double>& base_lrs() const { return base_lrs_; }
+
+  /// The step count and rates, to resume later with load_state_dict.
+  LRSchedulerState state_dict() const { return {last_epoch_, base_lrs_, last_lr_}; }
+  /// Resumes from `s` (taken from a scheduler built with the same arguments
+  /// over an optimizer with as many groups). As in PyTorch, the optimizer's
+  /// rates come back with the optimizer's own load_state_dict, not this.
+  void load_state_dict(const LRSchedulerState& s) {
+    FROST_CHECK(s.base_lrs.size() == base_lrs_.size() && s.last_lr.size() == base_lrs_.size() && s.last_epoch >= 0,
+                "frost::optim::LRScheduler::load_state_dict: the state has ", s.base_lrs.size(), " base rates, ",
+                s.last_lr.size(), " last rates and last_epoch ", s.last_epoch, "; this scheduler's optimizer has ",
+                base_lrs_.size(), " param groups (expected as many of each and last_epoch >= 0)");
+    last_epoch_ = s.last_epoch;
+    base_lrs_ = s.base_lrs;
+    last_lr_ = s.last_lr;
+  }
 
  protected:
   explicit LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
