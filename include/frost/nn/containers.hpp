@@ -100,8 +100,6 @@ class ModuleListImpl : public ModuleT<T> {
 template <class T>
 class SequentialImpl : public ModuleListImpl<T> {
  public:
-  using ModuleListImpl<T>::ModuleListImpl;
-
   template <class H>
     requires detail::Holder<H>
   void push_back(H module) {

@@ -65,9 +65,7 @@ struct MultiheadAttentionImpl : ModuleT<T> {
   MultiheadAttentionImpl(std::int64_t embed, std::int64_t heads, const MultiheadAttentionOptions& o = {})
       : embed_dim(embed), num_heads(heads), head_dim(heads > 0 ? embed / heads : 0), options(o),
         out_proj(checked(embed, heads, o), embed, o.bias) {
-    // xavier_uniform_ on [3E, E]: fan_in E, fan_out 3E.
-    in_proj_weight = this->register_parameter(
-        "in_proj_weight", detail::uniform_param<T>({3 * embed, embed}, std::sqrt(6.0 / double(4 * embed))));
+    in_proj_weight = this->register_parameter("in_proj_weight", init::xavier_uniform_(Tensor<T>::empty({3 * embed, embed})));
     if (o.bias) in_proj_bias = this->register_parameter("in_proj_bias", Tensor<T>::zeros({3 * embed}));
     this->register_module("out_proj", out_proj);
     if (o.bias) {

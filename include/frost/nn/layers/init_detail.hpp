@@ -6,15 +6,14 @@
 #include <cstdint>
 
 #include "../../tensor.hpp"
+#include "../init.hpp"
 
 namespace frost::nn::detail {
 
 /// A new leaf of `shape` uniform in [-bound, bound).
 template <class T>
 Tensor<T> uniform_param(const Shape& shape, double bound) {
-  NoGradGuard ng;
-  auto t = Tensor<T>::rand(shape) * T(2 * bound) - T(bound);
-  return t.detach();
+  return init::uniform_(Tensor<T>::empty(shape), -bound, bound);
 }
 
 inline double fan_in_bound(std::int64_t fan_in) { return fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0; }
