@@ -20,4 +20,5 @@
 #include "io/print.hpp"
 #include "io/safetensors.hpp"
 #include "nn/nn.hpp"
+#include "jit.hpp"
 #include "optim.hpp"

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,11 +110,13 @@ class Tensor {
   std::uint32_t version() const { return impl_->storage->version; }
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
 
-  /// The one element as a T; frost::Error unless numel() == 1.
-  T item() const;
-  /// All elements in row-major order.
-  std::vector<T> to_vector() const;
-  /// True when the single element is non-zero: `if (x.mean() > t)`.
+  /// The one element as a T; frost::Error unless numel() == 1. In a jit
+  /// trace this is a host read: the plan guards on the exact value.
+  T item(std::source_location loc = std::source_location::current()) const;
+  /// All elements in row-major order (in a trace: a guard on every value).
+  std::vector<T> to_vector(std::source_location loc = std::source_location::current()) const;
+  /// True when the single element is non-zero: `if (x.mean() > t)`. In a
+  /// jit trace the outcome becomes a guard the plan re-checks.
   explicit operator bool() const;
 
   // ---- autograd -------------------------------------------------------

@@ -7,19 +7,28 @@
 
 namespace frost {
 
+namespace detail {
 template <class T>
-T Tensor<T>::item() const {
+RawView raw_view(const Tensor<T>& x) {
+  return {x.data(), x.shape(), x.strides(), dtype_of<T>()};
+}
+}  // namespace detail
+
+template <class T>
+T Tensor<T>::item(std::source_location loc) const {
   detail::check_defined(*this, "item");
   FROST_CHECK(numel() == 1, "frost::item: a tensor with ", numel(), " elements (shape ", shape().str(),
               ") cannot be converted to a scalar; expected exactly one element");
   FROST_CHECK(device().is_cpu(), "frost::item: tensor is on ", device().str(), "; copy it to the CPU first");
+  if (detail::tracing()) detail::trace_hooks->on_host_read(detail::raw_view(*this), detail::HostRead::item, &loc);
   return *data();
 }
 
 template <class T>
-std::vector<T> Tensor<T>::to_vector() const {
+std::vector<T> Tensor<T>::to_vector(std::source_location loc) const {
   detail::check_defined(*this, "to_vector");
   FROST_CHECK(device().is_cpu(), "frost::to_vector: tensor is on ", device().str(), "; copy it to the CPU first");
+  if (detail::tracing()) detail::trace_hooks->on_host_read(detail::raw_view(*this), detail::HostRead::to_vector, &loc);
   std::vector<T> out(static_cast<std::size_t>(numel()));
   cpu_backend<T>().copy(view_of(), View<T>(out.data(), shape()));
   return out;
@@ -30,7 +39,9 @@ Tensor<T>::operator bool() const {
   detail::check_defined(*this, "operator bool");
   FROST_CHECK(numel() == 1, "frost::operator bool: a tensor with ", numel(), " elements (shape ", shape().str(),
               ") is ambiguous as a condition; reduce it to one element first (e.g. .sum() > 0)");
-  return item() != T(0);
+  FROST_CHECK(device().is_cpu(), "frost::operator bool: tensor is on ", device().str(), "; copy it to the CPU first");
+  if (detail::tracing()) detail::trace_hooks->on_host_read(detail::raw_view(*this), detail::HostRead::condition, nullptr);
+  return *data() != T(0);
 }
 
 template <class T>

@@ -156,6 +156,10 @@ inline BackendRegistry<T>& backend_registry() {
   static BackendRegistry<T> r;
   return r;
 }
+/// Set while a jit trace runs on this thread: every kernel call goes through
+/// it, is recorded, and runs on the real backend.
+template <class T>
+inline thread_local Backend<T>* tracing_backend = nullptr;
 }  // namespace detail
 
 /// Installs the backend for a device kind (the CUDA target does this at start-up).
@@ -170,6 +174,7 @@ Backend<T>& cpu_backend();
 /// The backend for `d`; a clear error when that device's backend was not linked in.
 template <class T>
 inline Backend<T>& backend_for(Device d) {
+  if (FROST_UNLIKELY(detail::tracing_backend<T> != nullptr)) return *detail::tracing_backend<T>;
   if (FROST_LIKELY(d.is_cpu())) return cpu_backend<T>();
   Backend<T>* b = detail::backend_registry<T>().slots[static_cast<int>(d.kind)];
   FROST_CHECK(b != nullptr, "frost: a ", dtype_name<T>(), " tensor on ", d.str(),

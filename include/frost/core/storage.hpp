@@ -9,6 +9,7 @@
 #include "allocator.hpp"
 #include "device.hpp"
 #include "ref.hpp"
+#include "trace_hooks.hpp"
 
 namespace frost {
 
@@ -38,7 +39,9 @@ struct StorageImpl : RefCounted {
     s->data = static_cast<char*>(block) + kHeader;
     s->nbytes = nbytes;
     detail::note_alloc(static_cast<std::int64_t>(nbytes));
-    return Ref<StorageImpl>::adopt(s);
+    auto r = Ref<StorageImpl>::adopt(s);
+    if (detail::tracing()) detail::trace_hooks->on_alloc(s);  // after adopt: the tracer may take a reference
+    return r;
   }
 
   static Ref<StorageImpl> on(Device d, std::size_t nbytes, DeviceAllocator* alloc) {
@@ -55,7 +58,9 @@ struct StorageImpl : RefCounted {
       throw;
     }
     detail::note_alloc(static_cast<std::int64_t>(nbytes));
-    return Ref<StorageImpl>::adopt(s);
+    auto r = Ref<StorageImpl>::adopt(s);
+    if (detail::tracing()) detail::trace_hooks->on_alloc(s);  // after adopt: the tracer may take a reference
+    return r;
   }
 
   static void destroy(StorageImpl* s) {

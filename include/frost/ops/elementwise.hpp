@@ -260,12 +260,16 @@ template <FloatScalar T> Tensor<T> operator/(std::type_identity_t<T> c, const Te
 template <FloatScalar T> Tensor<T> operator-(const Tensor<T>& x) { return neg(x); }
 
 // Comparisons give 0/1 tensors of the same element type and carry no gradient.
+// Against a scalar they remember the caller's line for a jit guard.
 #define FROST_COMPARISON(OPER, NAME)                                                         \
   template <FloatScalar T> Tensor<T> operator OPER(const Tensor<T>& a, const Tensor<T>& b) { \
     return detail::binary_raw(BinaryOp::NAME, a, b);                                         \
   }                                                                                          \
-  template <FloatScalar T> Tensor<T> operator OPER(const Tensor<T>& a, std::type_identity_t<T> c) { \
-    return detail::unary_raw(UnaryOp::NAME##_scalar, a, c);                                  \
+  template <FloatScalar T>                                                                   \
+  Tensor<T> operator OPER(const Tensor<T>& a, detail::Located<std::type_identity_t<T>> c) {  \
+    auto y = detail::unary_raw(UnaryOp::NAME##_scalar, a, c.value);                          \
+    if (detail::tracing()) detail::trace_hooks->note_location(y.data(), c.loc);             \
+    return y;                                                                                \
   }
 FROST_COMPARISON(==, eq)
 FROST_COMPARISON(!=, ne)

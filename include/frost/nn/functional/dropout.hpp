@@ -31,7 +31,10 @@ Tensor<T> apply_dropout(const Tensor<T>& input, const Shape& mask_shape, double 
   if (!training || p == 0) return input;
   // As PyTorch: no draw, and a zero gradient rather than 0 * inf.
   if (p == 1) return input * Tensor<T>::zeros({}, input.device());
-  return input * dropout_mask<T>(mask_shape, p, input.device(), gen);
+  frost::detail::TraceOpScope scope;  // a trace records one dropout node (freeze removes it)
+  auto y = input * dropout_mask<T>(mask_shape, p, input.device(), gen);
+  scope.done({"dropout", {frost::detail::raw_view(input)}, frost::detail::raw_view(y), 0, p});
+  return y;
 }
 
 }  // namespace detail

@@ -1,6 +1,8 @@
 // linear and bilinear maps (frost::nn::functional), written with matmul so
 // their gradients come from its rules.
 #pragma once
+#include <optional>
+
 #include "../../tensor.hpp"
 
 namespace frost::nn::functional {
@@ -17,7 +19,21 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
   FROST_CHECK(!bias.defined() || (bias.dim() == 1 && bias.shape()[0] == weight.shape()[0]),
               "frost::nn::functional::linear: bias of shape ", bias.defined() ? bias.shape().str() : "",
               " does not match out_features = ", weight.shape()[0]);
-  if (x.dim() == 2) return bias.defined() ? addmm(bias, x, weight.t()) : mm(x, weight.t());
+  if (x.dim() == 2) {
+    // A trace records one linear node (freeze fuses, folds and packs it) when
+    // the operands are GEMM-ready as they are.
+    const bool gemm_ready = (x.stride(1) == 1 || x.stride(0) == 1) && weight.is_contiguous() &&
+                            (!bias.defined() || bias.is_contiguous());
+    std::optional<frost::detail::TraceOpScope> scope;
+    if (frost::detail::tracing() && gemm_ready) scope.emplace();
+    auto y = bias.defined() ? addmm(bias, x, weight.t()) : mm(x, weight.t());
+    if (scope)
+      scope->done({"linear",
+                   {frost::detail::raw_view(x), frost::detail::raw_view(weight),
+                    bias.defined() ? frost::detail::raw_view(bias) : frost::detail::RawView{}},
+                   frost::detail::raw_view(y)});
+    return y;
+  }
   auto y = matmul(x, weight.t());
   return bias.defined() ? y + bias : y;
 }

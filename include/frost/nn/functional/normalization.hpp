@@ -203,11 +203,15 @@ Tensor<T> batch_norm(const Tensor<T>& input, const Tensor<T>& running_mean, cons
   if (!training && running_mean.defined()) {
     // Fixed statistics: one scale and shift per channel, two passes over x,
     // and the gradients of x, weight and bias come from mul and add.
+    frost::detail::TraceOpScope scope;  // a trace records one batch_norm node (freeze folds it)
     auto scale = frost::rsqrt(running_var + T(eps));
     if (weight.defined()) scale = scale * weight;
     auto shift = -(running_mean * scale);
     if (bias.defined()) shift = shift + bias;
-    return input * scale.reshape(cs) + shift.reshape(cs);
+    auto y = input * scale.reshape(cs) + shift.reshape(cs);
+    auto raw = [](const Tensor<T>& t) { return t.defined() ? frost::detail::raw_view(t) : frost::detail::RawView{}; };
+    scope.done({"batch_norm", {raw(input), raw(running_mean), raw(running_var), raw(weight), raw(bias)}, raw(y), eps});
+    return y;
   }
 
   FROST_CHECK(!training || per_channel > 1,

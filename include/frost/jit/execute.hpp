@@ -1,0 +1,173 @@
+// Runs one Step over raw buffer addresses: the same backend kernels the eager
+// ops call ("one kernel, two callers"), with views rebuilt from the step's
+// windows. Nothing here allocates: plans call it in their steady state, and
+// constant folding calls it on double copies of the constants.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+
+#include "../backend/cpu/parallel.hpp"
+#include "graph.hpp"
+
+namespace frost::jit::detail {
+
+using Bases = void* const*;
+
+template <class U>
+U* ptr(const Slot& s, Bases b) {
+  return s.buf < 0 ? nullptr : static_cast<U*>(b[s.buf]) + s.offset;
+}
+template <class U>
+View<U> view(const Slot& s, Bases b) {
+  return {ptr<U>(s, b), s.shape, s.strides};
+}
+
+/// A per-channel vector [C] seen against an [N, C, *] (or [N, C]) window.
+template <class U>
+View<const U> channel_view(const Slot& vec, const Shape& like, Bases b) {
+  Shape st = Shape::filled(like.ndim(), 0);
+  st[1] = vec.strides[0];
+  return {ptr<const U>(vec, b), like, st};
+}
+
+/// y = x W^T + b (or x Wt + b when packed), then the fused activation in place.
+template <class T>
+void run_linear(const Step& s, Bases b) {
+  Backend<T>& be = backend_for<T>(Device::cpu());
+  const Slot &x = s.in[0], &w = s.in[1], &bias = s.in[2], &y = s.out[0];
+  const std::int64_t m = x.shape[0], k = x.shape[1], n = y.shape[1];
+  const bool ta = x.strides[1] != 1 && m > 1;
+  const std::int64_t lda = ta ? x.strides[1] : x.strides[0];
+  T beta = T(0);
+  if (bias.buf >= 0) {
+    be.copy(View<const T>(ptr<const T>(bias, b), y.shape, Shape{0, bias.strides[0]}), view<T>(y, b));
+    beta = T(1);
+  }
+  if (s.i0) be.gemm(ta, false, m, n, k, T(1), ptr<const T>(x, b), std::max<std::int64_t>(lda, 1), 0,
+                    ptr<const T>(w, b), n, 0, beta, ptr<T>(y, b), n, 0, 1);
+  else be.gemm(ta, true, m, n, k, T(1), ptr<const T>(x, b), std::max<std::int64_t>(lda, 1), 0, ptr<const T>(w, b),
+               w.strides[0], 0, beta, ptr<T>(y, b), n, 0, 1);
+  if (static_cast<UnaryOp>(s.op) != UnaryOp::copy) be.unary(static_cast<UnaryOp>(s.op), view<const T>(y, b), view<T>(y, b), T(0), T(0));
+}
+
+/// A fused chain: each block of elements goes through every instruction
+/// while it sits in registers (small stack arrays), one pass over memory.
+/// Registers below 8 are the step's inputs, read in place; the last
+/// instruction writes the output.
+template <class T>
+void run_elementwise(const Step& s, Bases b) {
+  constexpr std::int64_t kBlock = 256;
+  constexpr int kRegs = 16;
+  const std::int64_t n = s.out[0].numel();
+  const int n_in = static_cast<int>(s.in.size());
+  const T* src[8] = {};
+  for (int i = 0; i < n_in; ++i) src[i] = ptr<const T>(s.in[static_cast<std::size_t>(i)], b);
+  T* dst = ptr<T>(s.out[0], b);
+  const int result = s.program.back().dst;
+  cpu::parallel_for(n, cpu::kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
+    alignas(64) T reg[kRegs][kBlock];
+    for (std::int64_t base = lo; base < hi; base += kBlock) {
+      const std::int64_t len = std::min(kBlock, hi - base);
+      const T* rp[8];
+      for (int i = 0; i < n_in; ++i) rp[i] = src[i] + base;  // inputs are read in place
+      for (const auto& in : s.program) {
+        T* out = in.dst == result ? dst + base : reg[in.dst];
+        const T* a = in.a < 8 ? rp[in.a] : reg[in.a];
+        if (in.binary) {
+          const T* c = in.b < 8 ? rp[in.b] : reg[in.b];
+          const auto op = static_cast<BinaryOp>(in.op);
+          const T p = T(in.p0);
+          switch (op) {
+            case BinaryOp::add: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] + c[i]; break;
+            case BinaryOp::mul: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] * c[i]; break;
+            case BinaryOp::sub: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] - c[i]; break;
+            default: for (std::int64_t i = 0; i < len; ++i) out[i] = fn::binary(op, a[i], c[i], p);
+          }
+        } else {
+          const auto op = static_cast<UnaryOp>(in.op);
+          const T p0 = T(in.p0), p1 = T(in.p1);
+          switch (op) {
+            case UnaryOp::relu: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] > T(0) ? a[i] : T(0); break;
+            case UnaryOp::add_scalar: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] + p0; break;
+            case UnaryOp::mul_scalar: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] * p0; break;
+            default: for (std::int64_t i = 0; i < len; ++i) out[i] = fn::unary(op, a[i], p0, p1);
+          }
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+void run_typed(const Step& s, Bases b) {
+  Backend<T>& be = backend_for<T>(Device::cpu());
+  auto in = [&](std::size_t i) { return view<const T>(s.in[i], b); };
+  auto out = [&](std::size_t i) { return view<T>(s.out[i], b); };
+  switch (s.kind) {
+    case StepKind::unary: be.unary(static_cast<UnaryOp>(s.op), in(0), out(0), T(s.p0), T(s.p1)); break;
+    case StepKind::binary: be.binary(static_cast<BinaryOp>(s.op), in(0), in(1), out(0), T(s.p0)); break;
+    case StepKind::where: be.where(in(0), in(1), in(2), out(0)); break;
+    case StepKind::copy: case StepKind::dropout: be.copy(in(0), out(0)); break;  // dropout: evaluation semantics
+    case StepKind::fill: be.fill(out(0), T(s.p0)); break;
+    case StepKind::random:
+      be.random(out(0), static_cast<philox::Dist>(s.op), s.seed, s.rng_offset, s.p0, s.p1);
+      break;
+    case StepKind::reduce: be.reduce(static_cast<ReduceOp>(s.op), in(0), static_cast<int>(s.i0), out(0)); break;
+    case StepKind::arg_reduce: be.arg_reduce(s.i0 != 0, in(0), out(0), view<std::int64_t>(s.out[1], b)); break;
+    case StepKind::softmax: be.softmax(in(0), out(0), s.i0 != 0); break;
+    case StepKind::gemm: {
+      const GemmArgs& g = s.gemm;
+      be.gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, T(g.alpha), ptr<const T>(s.in[0], b), g.lda, g.sa,
+              ptr<const T>(s.in[1], b), g.ldb, g.sb, T(g.beta), ptr<T>(s.out[0], b), g.ldc, g.sc, g.batch);
+      break;
+    }
+    case StepKind::index_select:
+      be.index_select(in(0), static_cast<int>(s.i0), view<const std::int64_t>(s.in[1], b), out(0));
+      break;
+    case StepKind::gather: be.gather(in(0), static_cast<int>(s.i0), view<const std::int64_t>(s.in[1], b), out(0)); break;
+    case StepKind::scatter_add:
+      // in[0] is the accumulator, the same window as out[0]
+      be.scatter_add(out(0), static_cast<int>(s.i0), view<const std::int64_t>(s.in[1], b), in(2));
+      break;
+    case StepKind::conv2d:
+      be.conv2d(s.conv, in(0), in(1), ptr<const T>(s.in[2], b), out(0), static_cast<UnaryOp>(s.op));
+      break;
+    case StepKind::conv2d_grad_input: be.conv2d_grad_input(s.conv, in(0), in(1), out(0)); break;
+    case StepKind::conv2d_grad_weight: be.conv2d_grad_weight(s.conv, in(0), in(1), out(0)); break;
+    case StepKind::max_pool2d:
+      be.max_pool2d(s.pool, in(0), out(0),
+                    s.out.size() > 1 ? view<std::int64_t>(s.out[1], b) : View<std::int64_t>(nullptr, s.out[0].shape));
+      break;
+    case StepKind::max_pool2d_backward:
+      be.max_pool2d_backward(s.pool, in(0), view<const std::int64_t>(s.in[1], b), out(0));
+      break;
+    case StepKind::avg_pool2d: be.avg_pool2d(s.pool, in(0), out(0)); break;
+    case StepKind::avg_pool2d_backward: be.avg_pool2d_backward(s.pool, in(0), out(0)); break;
+    case StepKind::linear:
+      if constexpr (FloatScalar<T>) run_linear<T>(s, b);
+      break;
+    case StepKind::batch_norm: {
+      // Prepared form (freeze's batch-norm pass): in = {x, scale, shift}, y = x scale + shift per channel.
+      FROST_CHECK(s.i0 == 1, "frost::jit: a batch_norm step must be prepared by freeze before it runs");
+      const Shape& ys = s.out[0].shape;
+      be.binary(BinaryOp::mul, in(0), channel_view<T>(s.in[1], ys, b), out(0), T(0));
+      be.binary(BinaryOp::add, view<const T>(s.out[0], b), channel_view<T>(s.in[2], ys, b), out(0), T(0));
+      break;
+    }
+    case StepKind::elementwise:
+      if constexpr (FloatScalar<T>) run_elementwise<T>(s, b);
+      break;
+    case StepKind::guard: break;  // the plan checks guards itself
+  }
+}
+
+/// Runs `s` with every buffer at bases[id].
+inline void run_step(const Step& s, Bases b) {
+  switch (s.dtype) {
+    case DType::float32: run_typed<float>(s, b); break;
+    case DType::float64: run_typed<double>(s, b); break;
+    case DType::int64: run_typed<std::int64_t>(s, b); break;
+  }
+}
+
+}  // namespace frost::jit::detail

@@ -1,0 +1,69 @@
+// jit::freeze: trace in evaluation mode, then the freeze passes in order,
+// each reported in plan.summary(), then the memory plan.
+#pragma once
+#include "passes/cleanup.hpp"
+#include "passes/constant_fold.hpp"
+#include "passes/fold_affine.hpp"
+#include "passes/fuse.hpp"
+#include "passes/memory_plan.hpp"
+#include "plan.hpp"
+#include "trace.hpp"
+
+namespace frost::jit {
+
+/// Which passes freeze runs (all by default; tests switch single ones off).
+struct FreezeOptions {
+  bool fold_constants = true, remove_identities = true, fold_affine = true, fuse_epilogues = true,
+       fuse_elementwise = true, pack_weights = true;
+};
+
+/// A traced graph frozen into a plan (evaluation semantics).
+template <FloatScalar T>
+Plan<T> freeze(Graph g, const FreezeOptions& opt = {}) {
+  FROST_CHECK(g.dtype == dtype_of<T>(), "frost::jit::freeze: the graph was traced with ", dtype_name(g.dtype),
+              " tensors, not ", dtype_name<T>());
+  FreezeState st;
+  st.g = std::move(g);
+  passes::params_to_constants(st);
+  if (opt.fold_constants) passes::fold_constants(st);
+  passes::resolve_constant_guards(st);
+  if (opt.remove_identities) passes::remove_identities(st);
+  passes::eliminate_dead_code(st);
+  // Batch norm steps are always prepared; folding into conv/linear is the optional part.
+  passes::fold_affine(st, opt.fold_affine);
+  if (opt.fuse_epilogues) passes::fuse_epilogues(st);
+  if (opt.fuse_elementwise) passes::fuse_elementwise(st);
+  if (opt.pack_weights) passes::pack_weights(st);
+  passes::eliminate_dead_code(st);
+  passes::materialize_outputs(st);
+  const auto mp = passes::plan_memory(st);
+  return Plan<T>(std::move(st), mp);
+}
+
+/// Traces `module(inputs...)` in evaluation mode (restoring its mode after)
+/// and freezes it: dropout gone, batch norm folded, epilogues fused, one arena.
+/// \code
+/// auto plan = frost::jit::freeze(model, x);
+/// auto y = plan.run(x);
+/// \endcode
+template <class M, FloatScalar T, class... Rest>
+Plan<T> freeze(M& module, const Tensor<T>& x, const Rest&... rest) {
+  Graph g;
+  if constexpr (detail::is_module_v<M>) {
+    auto& m = detail::module_of(module);
+    const bool was_training = m.is_training();
+    m.eval();
+    try {
+      g = trace(module, x, rest...);
+    } catch (...) {
+      if (was_training) m.train();
+      throw;
+    }
+    if (was_training) m.train();
+  } else {
+    g = trace(module, x, rest...);
+  }
+  return freeze<T>(std::move(g));
+}
+
+}  // namespace frost::jit

@@ -1,0 +1,291 @@
+// The traced program: buffers (inputs, named constants, intermediates), the
+// steps that read and write strided windows of them (one backend kernel call
+// each, or one op recorded whole: linear, batch_norm, dropout), the guards
+// the host's reads of tensor values imply, and the outputs. Passes rewrite a
+// Graph; Plan<T> runs one. str() prints it one step a line with SSA value
+// names (a buffer written again gets a new %name), like TorchScript's dump.
+#pragma once
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../tensor.hpp"
+
+namespace frost::jit {
+
+enum class BufferKind : std::uint8_t { input, constant, intermediate };
+
+struct Buffer {
+  BufferKind kind = BufferKind::intermediate;
+  DType dtype = DType::float32;
+  std::int64_t numel = 0;
+  int input_index = -1;   // inputs: position in the argument list
+  std::string name;       // constants: "features.0.weight", or "c3" for values made during the trace
+  Ref<StorageImpl> data;  // constants: their bytes (dense, numel elements)
+};
+
+/// A strided window of a buffer; buf == -1 for an absent optional operand.
+struct Slot {
+  int buf = -1;
+  std::int64_t offset = 0;  // elements
+  Shape shape, strides;
+  std::int64_t numel() const { return shape.numel(); }
+  bool dense() const { return View<const float>(nullptr, shape, strides).is_contiguous(); }
+  /// Dense from offset 0 over all of a buffer of `n` elements.
+  bool covers(std::int64_t n) const { return buf >= 0 && offset == 0 && numel() == n && dense(); }
+};
+
+enum class StepKind : std::uint8_t {
+  unary, binary, where, copy, fill, random, reduce, arg_reduce, softmax, gemm, index_select, gather, scatter_add,
+  conv2d, conv2d_grad_input, conv2d_grad_weight, max_pool2d, max_pool2d_backward, avg_pool2d, avg_pool2d_backward,
+  linear, batch_norm, dropout, elementwise, guard
+};
+
+inline const char* step_kind_name(StepKind k) {
+  static constexpr const char* names[] = {
+      "unary", "binary", "where", "copy", "fill", "random", "reduce", "arg_reduce", "softmax", "gemm",
+      "index_select", "gather", "scatter_add", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
+      "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward", "linear", "batch_norm", "dropout", "elementwise",
+      "guard"};
+  return names[static_cast<int>(k)];
+}
+
+struct GemmArgs {
+  bool trans_a = false, trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0, lda = 0, sa = 0, ldb = 0, sb = 0, ldc = 0, sc = 0, batch = 1;
+  double alpha = 1, beta = 0;
+};
+
+/// One instruction of a fused elementwise step: r[dst] = f(r[a], r[b]) over a
+/// block of elements; registers 0..n_inputs-1 hold the step's inputs.
+struct ElementwiseInstr {
+  bool binary = false;
+  std::uint8_t op = 0;  // UnaryOp or BinaryOp
+  std::uint8_t a = 0, b = 0, dst = 0;
+  double p0 = 0, p1 = 0;
+};
+
+/// What the host read while tracing and what it saw: a condition (`if` on a
+/// tensor) checks the truth value, item()/to_vector() the exact bytes.
+struct Guard {
+  detail::HostRead how = detail::HostRead::condition;
+  bool outcome = false;
+  std::vector<unsigned char> expected;  // item / to_vector: the values seen (dense bytes)
+  std::string where;                    // "file:line" of the user's code, or a hint when unknown
+  std::string describe() const {
+    std::ostringstream o;
+    if (how == detail::HostRead::condition) o << "condition was " << (outcome ? "true" : "false");
+    else o << (how == detail::HostRead::item ? "item()" : "to_vector()") << " value must stay as traced";
+    o << " at " << where;
+    return o.str();
+  }
+};
+
+struct Step {
+  StepKind kind = StepKind::unary;
+  DType dtype = DType::float32;  // the kernel's element type
+  std::vector<Slot> in, out;
+  int op = 0;             // UnaryOp / BinaryOp / ReduceOp / philox::Dist; conv2d, linear: the fused UnaryOp
+  double p0 = 0, p1 = 0;  // scalars: unary p0 p1, binary p, fill value, random lo hi, eps, dropout p
+  std::int64_t i0 = 0;    // reduce: n_reduced; arg_reduce: is_max; softmax: log; index ops: dim;
+                          // linear: 1 when the weight is pre-packed [K, N]; batch_norm: 1 once prepared
+  std::uint64_t seed = 0, rng_offset = 0;
+  GemmArgs gemm;
+  Conv2dParams conv;
+  Pool2dParams pool;
+  std::vector<ElementwiseInstr> program;  // elementwise: the fused chain
+  int guard = -1;                         // guard: index into Graph::guards
+  std::string note;                       // what a pass made of it
+};
+
+/// Name of the fused activation of a conv2d / linear step ("" for none).
+inline std::string act_name(int op) {
+  return static_cast<UnaryOp>(op) == UnaryOp::copy ? std::string() : op_name(static_cast<UnaryOp>(op));
+}
+
+struct Graph {
+  std::vector<Buffer> buffers;
+  std::vector<Step> steps;
+  std::vector<Guard> guards;
+  std::vector<int> inputs;    // buffer ids of the inputs, in argument order
+  std::vector<Shape> input_shapes;
+  std::vector<Slot> outputs;  // windows holding the results
+  DType dtype = DType::float32;
+
+  int add_buffer(Buffer b) {
+    buffers.push_back(std::move(b));
+    return static_cast<int>(buffers.size()) - 1;
+  }
+  std::int64_t constant_bytes() const;
+  std::string str() const;
+  std::string to_dot() const;
+};
+
+namespace detail {
+
+inline std::size_t dtype_size(DType d) { return d == DType::float32 ? 4 : 8; }
+
+inline const char* dtype_short(DType d) {
+  switch (d) {
+    case DType::float32: return "Float";
+    case DType::float64: return "Double";
+    case DType::int64: return "Long";
+  }
+  return "?";
+}
+
+inline std::string shape_list(const Shape& s) {
+  std::string r = "[";
+  for (int i = 0; i < s.ndim(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+/// The attributes printed after a step's name.
+inline std::string step_attrs(const Step& s) {
+  std::ostringstream o;
+  auto pair = [&](const char* k, std::int64_t a, std::int64_t b) { o << k << "=" << a << "x" << b << ", "; };
+  switch (s.kind) {
+    case StepKind::unary: o << op_name(static_cast<UnaryOp>(s.op)); if (s.p0 != 0 || s.p1 != 0) o << ", p=" << s.p0 << "," << s.p1; break;
+    case StepKind::binary: o << op_name(static_cast<BinaryOp>(s.op)); break;
+    case StepKind::fill: o << "value=" << s.p0; break;
+    case StepKind::reduce: o << "op=" << s.op << ", n_reduced=" << s.i0; break;
+    case StepKind::arg_reduce: o << (s.i0 ? "max" : "min"); break;
+    case StepKind::softmax: o << (s.i0 ? "log" : "softmax"); break;
+    case StepKind::gemm: o << "m=" << s.gemm.m << ", n=" << s.gemm.n << ", k=" << s.gemm.k << ", batch=" << s.gemm.batch
+                           << (s.gemm.trans_a ? ", A^T" : "") << (s.gemm.trans_b ? ", B^T" : ""); break;
+    case StepKind::conv2d: case StepKind::conv2d_grad_input: case StepKind::conv2d_grad_weight:
+      pair("kernel", s.conv.kernel_h, s.conv.kernel_w); pair("stride", s.conv.stride_h, s.conv.stride_w);
+      pair("padding", s.conv.pad_h, s.conv.pad_w); o << "groups=" << s.conv.groups;
+      if (s.kind == StepKind::conv2d && !act_name(s.op).empty()) o << ", act=" << act_name(s.op);
+      break;
+    case StepKind::max_pool2d: case StepKind::avg_pool2d: case StepKind::max_pool2d_backward: case StepKind::avg_pool2d_backward:
+      pair("kernel", s.pool.kernel_h, s.pool.kernel_w); pair("stride", s.pool.stride_h, s.pool.stride_w);
+      o << "padding=" << s.pool.pad_h << "x" << s.pool.pad_w; break;
+    case StepKind::linear: if (!act_name(s.op).empty()) o << "act=" << act_name(s.op) << ", "; o << (s.i0 ? "packed" : "weight [N, K]"); break;
+    case StepKind::batch_norm: o << "eps=" << s.p0; break;
+    case StepKind::dropout: o << "p=" << s.p0; break;
+    case StepKind::elementwise:
+      for (std::size_t i = 0; i < s.program.size(); ++i) {
+        const auto& in = s.program[i];
+        o << (i ? " ; " : "") << (in.binary ? op_name(static_cast<BinaryOp>(in.op)) : op_name(static_cast<UnaryOp>(in.op)));
+      }
+      break;
+    case StepKind::index_select: case StepKind::gather: case StepKind::scatter_add: o << "dim=" << s.i0; break;
+    default: break;
+  }
+  std::string r = o.str();
+  while (!r.empty() && (r.back() == ' ' || r.back() == ',')) r.pop_back();
+  return r;
+}
+
+}  // namespace detail
+
+inline std::int64_t Graph::constant_bytes() const {
+  std::int64_t n = 0;
+  for (const auto& b : buffers)
+    if (b.kind == BufferKind::constant) n += b.numel * static_cast<std::int64_t>(detail::dtype_size(b.dtype));
+  return n;
+}
+
+namespace detail {
+
+/// SSA names: inputs %x0.., constants %name, each write of an intermediate a fresh %k.
+struct ValueNames {
+  const Graph& g;
+  std::vector<std::string> current;
+  int next = 0;
+  explicit ValueNames(const Graph& gr) : g(gr), current(gr.buffers.size()) {
+    for (std::size_t i = 0; i < g.buffers.size(); ++i) {
+      const auto& b = g.buffers[i];
+      if (b.kind == BufferKind::input) current[i] = "%x" + std::to_string(b.input_index);
+      else if (b.kind == BufferKind::constant) current[i] = "%" + b.name;
+    }
+  }
+  std::string read(const Slot& s) const {
+    if (s.buf < 0) return "None";
+    const auto& b = g.buffers[static_cast<std::size_t>(s.buf)];
+    std::string n = current[static_cast<std::size_t>(s.buf)].empty() ? "%?" : current[static_cast<std::size_t>(s.buf)];
+    if (!s.covers(b.numel)) n += "<" + shape_list(s.shape) + (s.offset ? "@" + std::to_string(s.offset) : "") + ">";
+    return n;
+  }
+  std::string write(const Slot& s) {
+    const std::string n = "%" + std::to_string(++next);
+    current[static_cast<std::size_t>(s.buf)] = n;
+    return n;
+  }
+};
+
+}  // namespace detail
+
+inline std::string Graph::str() const {
+  std::ostringstream o;
+  detail::ValueNames names(*this);
+  o << "graph(";
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto& b = buffers[static_cast<std::size_t>(inputs[i])];
+    o << (i ? ",\n      " : "") << "%x" << i << " : " << detail::dtype_short(b.dtype)
+      << detail::shape_list(input_shapes[i]);
+  }
+  o << "):\n";
+  for (const auto& s : steps) {
+    std::vector<std::string> args;
+    for (const auto& in : s.in) args.push_back(names.read(in));
+    if (s.kind == StepKind::guard) {
+      o << "  guard(" << args[0] << ")  # " << guards[static_cast<std::size_t>(s.guard)].describe() << "\n";
+      continue;
+    }
+    o << "  ";
+    for (std::size_t i = 0; i < s.out.size(); ++i) {
+      const auto& b = buffers[static_cast<std::size_t>(s.out[i].buf)];
+      o << (i ? ", " : "") << names.write(s.out[i]) << " : " << detail::dtype_short(b.dtype)
+        << detail::shape_list(s.out[i].shape);
+    }
+    o << " = " << step_kind_name(s.kind);
+    const std::string attrs = detail::step_attrs(s);
+    if (!attrs.empty()) o << "[" << attrs << "]";
+    o << "(";
+    for (std::size_t i = 0; i < args.size(); ++i) o << (i ? ", " : "") << args[i];
+    o << ")";
+    if (!s.note.empty()) o << "  # " << s.note;
+    o << "\n";
+  }
+  o << "  return (";
+  for (std::size_t i = 0; i < outputs.size(); ++i) o << (i ? ", " : "") << names.read(outputs[i]);
+  o << ")\n";
+  return o.str();
+}
+
+inline std::string Graph::to_dot() const {
+  std::ostringstream o;
+  o << "digraph frost {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n";
+  std::vector<std::string> producer(buffers.size());
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    const auto& b = buffers[i];
+    if (b.kind == BufferKind::intermediate) continue;
+    producer[i] = "b" + std::to_string(i);
+    o << "  " << producer[i] << " [shape=ellipse, label=\""
+      << (b.kind == BufferKind::input ? "input " + std::to_string(b.input_index) : b.name) << "\"];\n";
+  }
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const auto& s = steps[k];
+    const std::string id = "s" + std::to_string(k);
+    std::string label = step_kind_name(s.kind);
+    const std::string attrs = detail::step_attrs(s);
+    if (!attrs.empty()) label += "\\n" + attrs;
+    if (!s.out.empty()) label += "\\n" + detail::shape_list(s.out[0].shape);
+    o << "  " << id << " [label=\"" << label << "\"" << (s.kind == StepKind::guard ? ", color=red" : "") << "];\n";
+    for (const auto& in : s.in)
+      if (in.buf >= 0 && !producer[static_cast<std::size_t>(in.buf)].empty())
+        o << "  " << producer[static_cast<std::size_t>(in.buf)] << " -> " << id << ";\n";
+    for (const auto& out : s.out) producer[static_cast<std::size_t>(out.buf)] = id;
+  }
+  o << "  out [shape=ellipse, label=\"output\"];\n";
+  for (const auto& r : outputs)
+    if (r.buf >= 0 && !producer[static_cast<std::size_t>(r.buf)].empty())
+      o << "  " << producer[static_cast<std::size_t>(r.buf)] << " -> out;\n";
+  o << "}\n";
+  return o.str();
+}
+
+}  // namespace frost::jit

@@ -1,0 +1,84 @@
+// Freeze passes that remove work: dropout (evaluation semantics) and
+// identity copies become aliases, and steps nothing downstream reads are
+// dropped (dead-code elimination), with the constants only they used.
+#pragma once
+#include "common.hpp"
+
+namespace frost::jit::passes {
+
+/// Whether step `s` copies one dense buffer whole into another.
+inline bool identity_copy(const Graph& g, const Step& s) {
+  const bool copy_like = s.kind == StepKind::copy || s.kind == StepKind::dropout ||
+                         (s.kind == StepKind::unary && ((static_cast<UnaryOp>(s.op) == UnaryOp::copy) ||
+                                                        (static_cast<UnaryOp>(s.op) == UnaryOp::mul_scalar && s.p0 == 1) ||
+                                                        (static_cast<UnaryOp>(s.op) == UnaryOp::add_scalar && s.p0 == 0)));
+  if (!copy_like || s.in[0].buf < 0 || s.out[0].buf < 0 || s.in[0].buf == s.out[0].buf) return false;
+  const auto& a = g.buffers[static_cast<std::size_t>(s.in[0].buf)];
+  const auto& b = g.buffers[static_cast<std::size_t>(s.out[0].buf)];
+  return a.numel == b.numel && a.dtype == b.dtype && s.in[0].covers(a.numel) && s.out[0].covers(b.numel);
+}
+
+/// Dropout and whole-buffer identity copies: later steps read the source directly.
+inline void remove_identities(FreezeState& st) {
+  Graph& g = st.g;
+  int n_dropout = 0, n_copy = 0;
+  for (bool again = true; again;) {
+    again = false;
+    const Uses u(g);
+    for (std::size_t k = 0; k < g.steps.size(); ++k) {
+      const Step& s = g.steps[k];
+      if (!identity_copy(g, s)) continue;
+      const int src = s.in[0].buf, dst = s.out[0].buf;
+      const auto& dw = u.writers[static_cast<std::size_t>(dst)];
+      const auto& sw = u.writers[static_cast<std::size_t>(src)];
+      // dst must be made by this step alone, and src must not change after it.
+      if (dw.size() != 1 || std::any_of(sw.begin(), sw.end(), [&](int w) { return w > static_cast<int>(k); })) continue;
+      if (u.output[static_cast<std::size_t>(dst)] && u.output[static_cast<std::size_t>(src)]) continue;
+      (s.kind == StepKind::dropout ? n_dropout : n_copy)++;
+      alias(g, dst, src, k + 1);
+      std::vector<bool> dead(g.steps.size(), false);
+      dead[k] = true;
+      erase_steps(g, dead);
+      again = true;
+      break;
+    }
+  }
+  st.report.push_back("dropout/identity removal: " + std::to_string(n_dropout) + " dropout, " + std::to_string(n_copy) +
+                      " identity copies");
+}
+
+/// Steps whose results nobody reads, and constants nobody uses.
+inline void eliminate_dead_code(FreezeState& st) {
+  Graph& g = st.g;
+  std::vector<bool> needed(g.buffers.size(), false), dead(g.steps.size(), false);
+  for (const auto& o : g.outputs)
+    if (o.buf >= 0) needed[static_cast<std::size_t>(o.buf)] = true;
+  int n = 0;
+  for (std::size_t k = g.steps.size(); k-- > 0;) {
+    const Step& s = g.steps[k];
+    const bool keep = s.kind == StepKind::guard ||
+                      std::any_of(s.out.begin(), s.out.end(), [&](const Slot& o) { return needed[static_cast<std::size_t>(o.buf)]; });
+    if (!keep) {
+      dead[k] = true;
+      ++n;
+      continue;
+    }
+    for (const auto& x : s.in)
+      if (x.buf >= 0) needed[static_cast<std::size_t>(x.buf)] = true;
+  }
+  erase_steps(g, dead);
+  std::int64_t freed = 0;
+  const Uses u(g);
+  for (std::size_t b = 0; b < g.buffers.size(); ++b) {
+    auto& buf = g.buffers[b];
+    if (buf.kind != BufferKind::constant || !buf.data || !u.readers[b].empty() || u.output[b]) continue;
+    freed += static_cast<std::int64_t>(buf.data->nbytes);
+    buf.data.reset();
+    buf.numel = 0;
+    st.exact.erase(static_cast<int>(b));
+  }
+  st.report.push_back("dead-code elimination: " + std::to_string(n) + " steps, " + std::to_string(freed) +
+                      " bytes of unused constants");
+}
+
+}  // namespace frost::jit::passes

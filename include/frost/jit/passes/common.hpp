@@ -1,0 +1,134 @@
+// What every freeze pass shares: the graph being rewritten, exact (double)
+// copies of constants that folding produced, the report lines summary()
+// prints, and use/def queries over buffers.
+#pragma once
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../execute.hpp"
+#include "../graph.hpp"
+
+namespace frost::jit {
+
+struct FreezeState {
+  Graph g;
+  /// Double values of float constants computed by passes (folding works in
+  /// double and casts back once, so folded weights carry one rounding).
+  std::map<int, std::vector<double>> exact;
+  std::vector<std::string> report;
+};
+
+namespace passes {
+
+/// Constant values of buffer `b` in double: the exact copy when a pass made one.
+inline std::vector<double> constant_values(const FreezeState& st, int b) {
+  auto it = st.exact.find(b);
+  if (it != st.exact.end()) return it->second;
+  const Buffer& buf = st.g.buffers[static_cast<std::size_t>(b)];
+  std::vector<double> v(static_cast<std::size_t>(buf.numel));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    switch (buf.dtype) {
+      case DType::float32: v[i] = static_cast<const float*>(buf.data->data)[i]; break;
+      case DType::float64: v[i] = static_cast<const double*>(buf.data->data)[i]; break;
+      case DType::int64: v[i] = static_cast<double>(static_cast<const std::int64_t*>(buf.data->data)[i]); break;
+    }
+  }
+  return v;
+}
+
+/// A new constant buffer holding `v` (cast to `dtype`), with its exact copy kept.
+inline int add_constant(FreezeState& st, DType dtype, std::vector<double> v, std::string name) {
+  Buffer b;
+  b.kind = BufferKind::constant;
+  b.dtype = dtype;
+  b.numel = static_cast<std::int64_t>(v.size());
+  b.name = std::move(name);
+  b.data = StorageImpl::cpu(v.size() * detail::dtype_size(dtype));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (dtype == DType::float32) static_cast<float*>(b.data->data)[i] = static_cast<float>(v[i]);
+    else if (dtype == DType::float64) static_cast<double*>(b.data->data)[i] = v[i];
+    else static_cast<std::int64_t*>(b.data->data)[i] = static_cast<std::int64_t>(v[i]);
+  }
+  const int id = st.g.add_buffer(std::move(b));
+  if (dtype != DType::int64) st.exact[id] = std::move(v);
+  return id;
+}
+
+/// Element offsets (relative to the slot's offset) of every element of `s`, row-major.
+inline std::vector<std::int64_t> element_offsets(const Slot& s) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(s.numel()));
+  for (std::int64_t i = 0; i < s.numel(); ++i) {
+    std::int64_t rem = i, off = 0;
+    for (int d = s.shape.ndim() - 1; d >= 0; --d) {
+      off += (rem % s.shape[d]) * s.strides[d];
+      rem /= s.shape[d];
+    }
+    out[static_cast<std::size_t>(i)] = s.offset + off;
+  }
+  return out;
+}
+
+/// Readers and writers of each buffer (step indices), and whether outputs use it.
+struct Uses {
+  std::vector<std::vector<int>> readers, writers;
+  std::vector<bool> output;
+  explicit Uses(const Graph& g)
+      : readers(g.buffers.size()), writers(g.buffers.size()), output(g.buffers.size(), false) {
+    for (std::size_t k = 0; k < g.steps.size(); ++k) {
+      for (const auto& s : g.steps[k].in)
+        if (s.buf >= 0) readers[static_cast<std::size_t>(s.buf)].push_back(static_cast<int>(k));
+      for (const auto& s : g.steps[k].out)
+        if (s.buf >= 0) writers[static_cast<std::size_t>(s.buf)].push_back(static_cast<int>(k));
+    }
+    for (const auto& o : g.outputs)
+      if (o.buf >= 0) output[static_cast<std::size_t>(o.buf)] = true;
+  }
+  /// Written once, by step k, read by step r alone (and not a graph output).
+  bool single_use(int buf, int k, int r) const {
+    const auto b = static_cast<std::size_t>(buf);
+    if (output[b] || writers[b].size() != 1 || writers[b][0] != k) return false;
+    const auto& rd = readers[b];
+    return !rd.empty() && std::all_of(rd.begin(), rd.end(), [&](int x) { return x == r; });
+  }
+};
+
+/// Later uses of buffer `from` read buffer `to` instead (same dense layout).
+inline void alias(Graph& g, int from, int to, std::size_t after_step) {
+  for (std::size_t k = after_step; k < g.steps.size(); ++k) {
+    for (auto& s : g.steps[k].in)
+      if (s.buf == from) s.buf = to;
+    for (auto& s : g.steps[k].out)
+      if (s.buf == from) s.buf = to;
+  }
+  for (auto& o : g.outputs)
+    if (o.buf == from) o.buf = to;
+}
+
+/// Drops the steps marked in `dead`.
+inline void erase_steps(Graph& g, const std::vector<bool>& dead) {
+  std::size_t w = 0;
+  for (std::size_t k = 0; k < g.steps.size(); ++k) {
+    if (dead[k]) continue;
+    if (w != k) g.steps[w] = std::move(g.steps[k]);  // never self-move: it would empty the step's vectors
+    ++w;
+  }
+  g.steps.resize(w);
+}
+
+inline bool is_constant(const Graph& g, int buf) {
+  return buf >= 0 && g.buffers[static_cast<std::size_t>(buf)].kind == BufferKind::constant;
+}
+
+/// `c` is a per-channel (dim 1) or scalar operand against an output window of shape `y`.
+inline bool per_channel(const Slot& c, const Shape& y) {
+  if (c.shape != y) return false;
+  for (int d = 0; d < y.ndim(); ++d)
+    if (d != 1 && y[d] != 1 && c.strides[d] != 0) return false;
+  return true;
+}
+
+}  // namespace passes
+}  // namespace frost::jit

@@ -1,0 +1,170 @@
+// Freeze passes that merge steps: an activation right after a convolution
+// or linear layer becomes its epilogue, chains of elementwise steps become
+// one fused pass over memory, and linear weights are pre-packed [K, N] for
+// the GEMM (no transposed operand on every run).
+#pragma once
+#include "common.hpp"
+
+namespace frost::jit::passes {
+
+/// Activations the conv / linear kernels take as an epilogue.
+inline bool epilogue_act(StepKind producer, UnaryOp op) {
+  if (op == UnaryOp::relu) return true;  // cuDNN's fused conv epilogue takes relu only
+  return producer == StepKind::linear &&
+         (op == UnaryOp::sigmoid || op == UnaryOp::tanh || op == UnaryOp::gelu || op == UnaryOp::silu);
+}
+
+inline void fuse_epilogues(FreezeState& st) {
+  Graph& g = st.g;
+  int n = 0;
+  for (bool again = true; again;) {
+    again = false;
+    const Uses u(g);
+    for (std::size_t k = 0; k < g.steps.size() && !again; ++k) {
+      Step& p = g.steps[k];
+      if ((p.kind != StepKind::conv2d && p.kind != StepKind::linear) || static_cast<UnaryOp>(p.op) != UnaryOp::copy)
+        continue;
+      const int x = p.out[0].buf;
+      if (!p.out[0].covers(g.buffers[static_cast<std::size_t>(x)].numel)) continue;
+      const auto& rd = u.readers[static_cast<std::size_t>(x)];
+      if (rd.empty()) continue;
+      const int r = rd[0];
+      const Step& a = g.steps[static_cast<std::size_t>(r)];
+      // In place (relu_ on x) or into a fresh whole buffer.
+      const bool in_place = a.kind == StepKind::unary && a.out[0].buf == x;
+      if (in_place) {
+        const auto& w = u.writers[static_cast<std::size_t>(x)];
+        if (w.size() != 2 || w[0] != static_cast<int>(k) || w[1] != r ||
+            std::any_of(rd.begin(), rd.end(), [&](int j) { return j != r; }))
+          continue;
+      } else if (!u.single_use(x, static_cast<int>(k), r)) {
+        continue;
+      }
+      if (a.kind != StepKind::unary || !epilogue_act(p.kind, static_cast<UnaryOp>(a.op)) ||
+          a.in[0].shape != p.out[0].shape || !a.in[0].covers(g.buffers[static_cast<std::size_t>(x)].numel) ||
+          !a.out[0].covers(g.buffers[static_cast<std::size_t>(a.out[0].buf)].numel) || a.out[0].shape != p.out[0].shape)
+        continue;
+      p.op = a.op;
+      p.out[0] = a.out[0];
+      std::vector<bool> dead(g.steps.size(), false);
+      dead[static_cast<std::size_t>(r)] = true;
+      erase_steps(g, dead);
+      ++n;
+      again = true;
+    }
+  }
+  st.report.push_back("bias + activation epilogues: " + std::to_string(n) + " activations fused into conv/linear");
+}
+
+/// A unary or binary float step over dense windows of one shape, no broadcasting.
+inline bool fusable(const Graph& g, const Step& s) {
+  if ((s.kind != StepKind::unary && s.kind != StepKind::binary) || s.dtype == DType::int64) return false;
+  const Slot& y = s.out[0];
+  if (!y.dense()) return false;
+  for (const auto& x : s.in)
+    if (x.buf < 0 || x.shape != y.shape || !x.dense()) return false;
+  (void)g;
+  return true;
+}
+
+/// Adjacent elementwise steps, each reading the previous one's result (used by it alone), become one step.
+inline void fuse_elementwise(FreezeState& st) {
+  Graph& g = st.g;
+  const Uses u(g);
+  std::vector<bool> dead(g.steps.size(), false);
+  int n_groups = 0, n_steps = 0;
+  for (std::size_t k = 0; k < g.steps.size();) {
+    if (!fusable(g, g.steps[k])) {
+      ++k;
+      continue;
+    }
+    std::size_t e = k;  // the group is steps k..e
+    while (e + 1 < g.steps.size() && e - k + 1 < 8 && fusable(g, g.steps[e + 1])) {
+      const Step& cur = g.steps[e];
+      const Step& nxt = g.steps[e + 1];
+      const int r = cur.out[0].buf;
+      const bool reads_it = std::any_of(nxt.in.begin(), nxt.in.end(), [&](const Slot& x) { return x.buf == r; });
+      if (!reads_it || !u.single_use(r, static_cast<int>(e), static_cast<int>(e + 1)) || nxt.out[0].buf == r ||
+          cur.out[0].offset != 0 || nxt.out[0].shape != cur.out[0].shape)
+        break;
+      ++e;
+    }
+    if (e == k) {  // nothing to fuse
+      k = e + 1;
+      continue;
+    }
+    Step f;
+    f.kind = StepKind::elementwise;
+    f.dtype = g.steps[k].dtype;
+    f.out = {g.steps[e].out[0]};
+    // Registers 0..7 hold the fused step's inputs (read in place), 8..15 the intermediate results.
+    std::map<int, std::uint8_t> reg_of_result;
+    bool fits = true;
+    auto input_reg = [&](const Slot& x) -> std::uint8_t {
+      auto r = reg_of_result.find(x.buf);
+      if (r != reg_of_result.end()) return r->second;
+      for (std::size_t i = 0; i < f.in.size(); ++i)
+        if (f.in[i].buf == x.buf && f.in[i].offset == x.offset) return static_cast<std::uint8_t>(i);
+      f.in.push_back(x);
+      fits = fits && f.in.size() <= 8;
+      return static_cast<std::uint8_t>(f.in.size() - 1);
+    };
+    std::vector<ElementwiseInstr> prog;
+    std::uint8_t next = 8;
+    for (std::size_t j = k; j <= e; ++j) {
+      const Step& s = g.steps[j];
+      ElementwiseInstr in;
+      in.binary = s.kind == StepKind::binary;
+      in.op = static_cast<std::uint8_t>(s.op);
+      in.a = input_reg(s.in[0]);
+      if (in.binary) in.b = input_reg(s.in[1]);
+      in.p0 = s.p0;
+      in.p1 = s.p1;
+      in.dst = next++;
+      if (j < e) reg_of_result[s.out[0].buf] = in.dst;
+      prog.push_back(in);
+    }
+    if (!fits) {
+      k = e + 1;
+      continue;
+    }
+    f.program = std::move(prog);
+    for (std::size_t j = k; j < e; ++j) dead[j] = true;
+    n_steps += static_cast<int>(e - k + 1);
+    ++n_groups;
+    g.steps[e] = std::move(f);
+    k = e + 1;
+  }
+  erase_steps(g, dead);
+  st.report.push_back("elementwise fusion: " + std::to_string(n_steps) + " steps into " + std::to_string(n_groups) +
+                      " fused kernels");
+}
+
+/// Linear weights [N, K] stored transposed [K, N]: the GEMM reads them row-major.
+inline void pack_weights(FreezeState& st) {
+  Graph& g = st.g;
+  int n = 0;
+  std::map<int, int> packed;  // shared weights are packed once
+  for (auto& s : g.steps) {
+    if (s.kind != StepKind::linear || s.i0 != 0) continue;
+    const Slot w = s.in[1];
+    if (!is_constant(g, w.buf) || !w.dense()) continue;
+    const std::int64_t nn = w.shape[0], kk = w.shape[1];
+    auto it = packed.find(w.buf);
+    if (it == packed.end()) {
+      const auto v = constant_values(st, w.buf);
+      std::vector<double> t(static_cast<std::size_t>(nn * kk));
+      for (std::int64_t i = 0; i < nn; ++i)
+        for (std::int64_t j = 0; j < kk; ++j)
+          t[static_cast<std::size_t>(j * nn + i)] = v[static_cast<std::size_t>(w.offset + i * kk + j)];
+      const auto& wb = g.buffers[static_cast<std::size_t>(w.buf)];
+      it = packed.emplace(w.buf, add_constant(st, wb.dtype, std::move(t), wb.name + "^T")).first;
+      ++n;
+    }
+    s.in[1] = Slot{it->second, 0, Shape{kk, nn}, Shape{nn, 1}};
+    s.i0 = 1;
+  }
+  st.report.push_back("weight pre-packing: " + std::to_string(n) + " linear weights stored [K, N]");
+}
+
+}  // namespace frost::jit::passes

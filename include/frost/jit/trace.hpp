@@ -1,0 +1,102 @@
+// jit::trace(module_or_callable, inputs...): one eager run with the tracer
+// installed, returned as a Graph. A module's parameters and buffers become
+// named constants; the example inputs become the graph's inputs.
+#pragma once
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "../nn/module.hpp"
+#include "tracer.hpp"
+
+namespace frost::jit {
+
+namespace detail {
+
+template <class M>
+constexpr bool is_module_v = nn::detail::Holder<M> || std::is_base_of_v<nn::ModuleT<float>, M> ||
+                             std::is_base_of_v<nn::ModuleT<double>, M>;
+
+/// The module behind a handle or a module reference.
+template <class M>
+auto& module_of(M& m) {
+  if constexpr (nn::detail::Holder<M>) return *m;
+  else return m;
+}
+
+/// Calls forward on a module or handle, or the callable itself.
+template <class F, class... X>
+decltype(auto) invoke(F& f, X&... x) {
+  if constexpr (nn::detail::Holder<F>) return f(x...);
+  else if constexpr (requires { f.forward(x...); }) return f.forward(x...);
+  else return f(x...);
+}
+
+template <class T, class R>
+void add_outputs(Tracer& tr, const R& r) {
+  if constexpr (std::is_same_v<R, Tensor<T>>) tr.add_output(r);
+  else if constexpr (std::is_same_v<R, std::vector<Tensor<T>>>) {
+    for (const auto& y : r) tr.add_output(y);
+  } else {
+    static_assert(std::is_same_v<R, Tensor<T>>,
+                  "frost::jit::trace: the traced function must return a Tensor<T> or a std::vector<Tensor<T>>");
+  }
+}
+
+template <class T, class M>
+void add_module_constants(Tracer& tr, const M& m) {
+  for (const auto& [name, p] : m.named_parameters()) tr.add_constant(p, name);
+  for (const auto& [name, b] : m.named_buffers()) tr.add_constant(b, name);
+  for (const auto& [name, b] : m.named_index_buffers()) tr.add_constant(b, name);
+}
+
+/// Traces `call(inputs)` where the inputs are dense private copies of `examples`.
+template <class T, class M, class Call>
+Graph trace_with(const M* module, const std::vector<Tensor<T>>& examples, Call&& call) {
+  std::vector<Tensor<T>> xs;
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    FROST_CHECK(examples[i].defined(), "frost::jit::trace: example input ", i, " is undefined");
+    xs.push_back(examples[i].detach().clone());  // owned and dense, made before the trace starts
+  }
+  NoGradGuard no_grad;
+  Tracer tr(dtype_of<T>());
+  if constexpr (!std::is_same_v<M, void>)
+    if (module) add_module_constants<T>(tr, *module);
+  for (const auto& x : xs) tr.add_input(x);
+  const auto r = call(xs);
+  add_outputs<T>(tr, r);
+  return tr.finish();
+}
+
+}  // namespace detail
+
+/// Traces `f(inputs...)` once: `f` is a module (or module handle), whose
+/// forward is called and whose parameters and buffers become named
+/// constants, or any callable over tensors. The module's mode is used as is
+/// (freeze switches to eval). Branches on tensor values become guards.
+/// \code
+/// auto g = frost::jit::trace(model, x);
+/// std::cout << g.str();
+/// \endcode
+template <class F, FloatScalar T, class... Rest>
+Graph trace(F& f, const Tensor<T>& x, const Rest&... rest) {
+  static_assert((std::is_same_v<Rest, Tensor<T>> && ...), "frost::jit::trace: every input must be a Tensor<T> of one T");
+  std::vector<Tensor<T>> ex{x, rest...};
+  auto call = [&](std::vector<Tensor<T>>& xs) {
+    return std::apply([&](auto&... a) { return detail::invoke(f, a...); },
+                      [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tie(xs[I]...); }(
+                          std::make_index_sequence<1 + sizeof...(Rest)>{}));
+  };
+  if constexpr (detail::is_module_v<F>) return detail::trace_with<T>(&detail::module_of(f), ex, call);
+  else return detail::trace_with<T, void>(nullptr, ex, call);
+}
+
+/// Traces a callable taking the inputs as one vector (any number of them).
+template <FloatScalar T, class F>
+Graph trace_list(F&& f, const std::vector<Tensor<T>>& inputs) {
+  return detail::trace_with<T, void>(nullptr, inputs, [&](std::vector<Tensor<T>>& xs) {
+    return f(static_cast<const std::vector<Tensor<T>>&>(xs));
+  });
+}
+
+}  // namespace frost::jit

@@ -1,0 +1,529 @@
+// The tracer: while it is installed on a thread, every backend call goes
+// through a TracingBackend that appends a Step (the call with its pointers
+// turned into windows of buffers) and then runs the real kernel, so the
+// traced run is an ordinary eager run. Recording at the kernel boundary means
+// every op, composite ones included, is traced without describing it twice.
+//
+// Buffers are storages. A storage first written by a kernel is an
+// intermediate; one first read is data the host wrote (from_vector, arange)
+// and becomes a constant snapshot; inputs and the module's parameters and
+// buffers are registered up front. A kernel writing into a constant or an
+// input gets a private copy (SSA renaming), so plans never mutate constants.
+#pragma once
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph.hpp"
+
+namespace frost::jit {
+
+class Tracer;
+
+namespace detail {
+
+template <class T>
+frost::detail::RawView raw(const View<T>& v) {
+  return {v.data, v.shape, v.strides, dtype_of<std::remove_const_t<T>>()};
+}
+
+/// Records each kernel call on `t`, then runs it on `real`.
+template <class T>
+class TracingBackend final : public Backend<T> {
+ public:
+  TracingBackend(Tracer& t, Backend<T>& real) : t_(t), real_(real) {}
+  Device device() const override { return real_.device(); }
+  DeviceAllocator* allocator() override { return real_.allocator(); }
+
+  void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) override;
+  void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) override;
+  void where(const View<const T>& c, const View<const T>& a, const View<const T>& b, const View<T>& y) override;
+  void copy(const View<const T>& x, const View<T>& y) override;
+  void fill(const View<T>& y, T value) override;
+  void random(const View<T>& y, philox::Dist dist, std::uint64_t seed, std::uint64_t offset, double lo,
+              double hi) override;
+  void reduce(ReduceOp op, const View<const T>& x, int n_reduced, const View<T>& y) override;
+  void arg_reduce(bool is_max, const View<const T>& x, const View<T>& values,
+                  const View<std::int64_t>& indices) override;
+  void softmax(const View<const T>& x, const View<T>& y, bool log) override;
+  void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a, std::int64_t lda,
+            std::int64_t sa, const T* b, std::int64_t ldb, std::int64_t sb, T beta, T* c, std::int64_t ldc,
+            std::int64_t sc, std::int64_t batch) override;
+  void index_select(const View<const T>& x, int dim, const View<const std::int64_t>& index, const View<T>& y) override;
+  void gather(const View<const T>& x, int dim, const View<const std::int64_t>& index, const View<T>& y) override;
+  void scatter_add(const View<T>& y, int dim, const View<const std::int64_t>& index, const View<const T>& src) override;
+  void conv2d(const Conv2dParams& p, const View<const T>& x, const View<const T>& w, const T* bias, const View<T>& y,
+              UnaryOp act) override;
+  void conv2d_grad_input(const Conv2dParams& p, const View<const T>& dy, const View<const T>& w,
+                         const View<T>& dx) override;
+  void conv2d_grad_weight(const Conv2dParams& p, const View<const T>& x, const View<const T>& dy,
+                          const View<T>& dw) override;
+  void max_pool2d(const Pool2dParams& p, const View<const T>& x, const View<T>& y,
+                  const View<std::int64_t>& indices) override;
+  void max_pool2d_backward(const Pool2dParams& p, const View<const T>& dy, const View<const std::int64_t>& indices,
+                           const View<T>& dx) override;
+  void avg_pool2d(const Pool2dParams& p, const View<const T>& x, const View<T>& y) override;
+  void avg_pool2d_backward(const Pool2dParams& p, const View<const T>& dy, const View<T>& dx) override;
+
+ private:
+  Step step(StepKind k) const {
+    Step s;
+    s.kind = k;
+    s.dtype = dtype_of<T>();
+    return s;
+  }
+  Tracer& t_;
+  Backend<T>& real_;
+};
+
+}  // namespace detail
+
+/// Installed for the duration of one trace on one thread (not nestable).
+class Tracer final : public frost::detail::TraceHooks {
+ public:
+  explicit Tracer(DType dtype)
+      : f32_(*this, cpu_backend<float>()), f64_(*this, cpu_backend<double>()), i64_(*this, cpu_backend<std::int64_t>()) {
+    FROST_CHECK(frost::detail::trace_hooks == nullptr,
+                "frost::jit::trace: a trace is already running on this thread; traces do not nest");
+    g_.dtype = dtype;
+    frost::detail::trace_hooks = this;
+    frost::detail::tracing_backend<float> = &f32_;
+    frost::detail::tracing_backend<double> = &f64_;
+    frost::detail::tracing_backend<std::int64_t> = &i64_;
+  }
+  ~Tracer() override { uninstall(); }
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
+
+  void uninstall() {
+    if (frost::detail::trace_hooks != this) return;
+    frost::detail::trace_hooks = nullptr;
+    frost::detail::tracing_backend<float> = nullptr;
+    frost::detail::tracing_backend<double> = nullptr;
+    frost::detail::tracing_backend<std::int64_t> = nullptr;
+  }
+
+  template <class T>
+  void add_input(const Tensor<T>& x) {
+    FROST_CHECK(x.device().is_cpu(), "frost::jit::trace: input ", g_.inputs.size(), " is on ", x.device().str(),
+                "; plans run on the CPU for now");
+    FROST_CHECK(x.is_contiguous() && x.storage_offset() == 0 &&
+                    x.impl()->storage->nbytes == static_cast<std::size_t>(x.numel()) * sizeof(T),
+                "frost::jit::trace: input ", g_.inputs.size(), " must own a dense storage (pass x.clone())");
+    Buffer b;
+    b.kind = BufferKind::input;
+    b.dtype = dtype_of<T>();
+    b.numel = x.numel();
+    b.input_index = static_cast<int>(g_.inputs.size());
+    const int id = register_storage(x.impl()->storage.get(), std::move(b));
+    g_.inputs.push_back(id);
+    g_.input_shapes.push_back(x.shape());
+  }
+
+  /// A parameter or buffer of the traced module, under its dotted name.
+  template <class T>
+  void add_constant(const Tensor<T>& x, const std::string& name) {
+    StorageImpl* s = x.impl()->storage.get();
+    if (buf_of_.count(s)) return;  // shared (tied) weights: the first name wins
+    Buffer b;
+    b.kind = BufferKind::constant;
+    b.dtype = dtype_of<T>();
+    b.numel = static_cast<std::int64_t>(s->nbytes / sizeof(T));
+    b.name = name;
+    b.data = Ref<StorageImpl>(s);
+    register_storage(s, std::move(b));
+  }
+
+  template <class T>
+  void add_output(const Tensor<T>& y) {
+    FROST_CHECK(y.defined(), "frost::jit::trace: the traced function returned an undefined tensor");
+    g_.outputs.push_back(read(frost::detail::raw_view(y)));
+  }
+
+  Graph finish() {
+    uninstall();
+    return std::move(g_);
+  }
+
+  // ---- what the tracing backend calls ---------------------------------------
+  bool recording() const { return depth_ == 0; }
+  Slot read(const frost::detail::RawView& v) { return resolve(v, false); }
+  Slot write(const frost::detail::RawView& v) { return resolve(v, true); }
+  Slot read_ptr(const void* p, DType d) { return resolve({p, Shape{1}, Shape{1}, d}, false); }
+  void push(Step s) { g_.steps.push_back(std::move(s)); }
+
+  // ---- TraceHooks -------------------------------------------------------------
+  void on_alloc(StorageImpl* s) override {
+    keep_.emplace_back(s);  // alive until the trace ends: addresses stay unique
+    addr_[reinterpret_cast<std::uintptr_t>(s->data)] = s;
+  }
+
+  void on_host_read(const frost::detail::RawView& v, frost::detail::HostRead how,
+                    const std::source_location* loc) override {
+    Guard gd;
+    gd.how = how;
+    if (how == frost::detail::HostRead::condition) {
+      gd.outcome = v.dtype == DType::float32   ? *static_cast<const float*>(v.data) != 0
+                   : v.dtype == DType::float64 ? *static_cast<const double*>(v.data) != 0
+                                               : *static_cast<const std::int64_t*>(v.data) != 0;
+      auto it = locations_.find(v.data);
+      gd.where = it != locations_.end() ? where(it->second)
+                                        : std::string("an `if` on a tensor (compare it with a scalar, e.g. "
+                                                      "`x.mean() > t`, to have its line named here)");
+    } else {
+      gd.where = loc ? where(*loc) : std::string("?");
+      gd.expected = dense_bytes(v);
+      std::fprintf(stderr, "frost::jit::trace: %s at %s reads tensor values on the host; the plan guards on the "
+                   "exact values seen\n", how == frost::detail::HostRead::item ? "item()" : "to_vector()",
+                   gd.where.c_str());
+    }
+    Step s;
+    s.kind = StepKind::guard;
+    s.dtype = v.dtype;
+    s.in.push_back(read(v));
+    s.guard = static_cast<int>(g_.guards.size());
+    g_.guards.push_back(std::move(gd));
+    push(std::move(s));
+  }
+
+  void note_location(const void* data, const std::source_location& loc) override { locations_[data] = loc; }
+  void begin_op() override { ++depth_; }
+  void abort_op() override { --depth_; }
+  void end_op(const frost::detail::OpRecord& r) override {
+    if (--depth_ > 0) return;
+    Step s;
+    const std::string kind = r.kind;
+    s.kind = kind == "linear" ? StepKind::linear : kind == "batch_norm" ? StepKind::batch_norm : StepKind::dropout;
+    s.dtype = r.output.dtype;
+    s.op = static_cast<int>(UnaryOp::copy);
+    s.p0 = kind == "dropout" ? r.p : r.eps;
+    for (const auto& in : r.inputs) s.in.push_back(in.data ? read(in) : Slot{});
+    s.out.push_back(write(r.output));
+    push(std::move(s));
+  }
+
+ private:
+  static std::string where(const std::source_location& l) {
+    std::string f = l.file_name();
+    const auto cut = f.find_last_of('/');
+    if (cut != std::string::npos) f = f.substr(cut + 1);
+    return f + ":" + std::to_string(l.line());
+  }
+
+  static std::vector<unsigned char> dense_bytes(const frost::detail::RawView& v) {
+    const std::size_t es = detail::dtype_size(v.dtype);
+    std::vector<unsigned char> out(static_cast<std::size_t>(v.shape.numel()) * es);
+    for (std::int64_t i = 0, n = v.shape.numel(); i < n; ++i) {
+      std::int64_t rem = i, off = 0;
+      for (int d = v.shape.ndim() - 1; d >= 0; --d) {
+        off += (rem % v.shape[d]) * v.strides[d];
+        rem /= v.shape[d];
+      }
+      std::memcpy(out.data() + static_cast<std::size_t>(i) * es, static_cast<const unsigned char*>(v.data) + off * static_cast<std::int64_t>(es), es);
+    }
+    return out;
+  }
+
+  int register_storage(StorageImpl* s, Buffer b) {
+    keep_.emplace_back(s);
+    addr_[reinterpret_cast<std::uintptr_t>(s->data)] = s;
+    const int id = g_.add_buffer(std::move(b));
+    buf_of_[s] = id;
+    return id;
+  }
+
+  StorageImpl* storage_at(const void* p, DType d) const {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    auto it = addr_.upper_bound(a);
+    if (it != addr_.begin()) {
+      --it;
+      if (a < it->first + it->second->nbytes || (a == it->first && it->second->nbytes == 0)) return it->second;
+    }
+    frost::detail::fail("frost::jit::trace: a ", dtype_name(d), " tensor used during the trace is neither an input, "
+                        "a parameter or buffer of the traced module, nor created during the trace; pass it as an "
+                        "input or register it as a buffer (register_buffer) so the plan can hold it");
+  }
+
+  /// A constant holding the storage's bytes now (the host wrote them, or a kernel is about to overwrite them).
+  Buffer snapshot(StorageImpl* s, DType d, std::string name) {
+    Buffer b;
+    b.kind = BufferKind::constant;
+    b.dtype = d;
+    b.numel = static_cast<std::int64_t>(s->nbytes / detail::dtype_size(d));
+    b.name = std::move(name);
+    b.data = StorageImpl::cpu(s->nbytes);
+    if (s->nbytes) std::memcpy(b.data->data, s->data, s->nbytes);
+    return b;
+  }
+
+  Slot resolve(const frost::detail::RawView& v, bool is_write) {
+    Slot sl;
+    sl.shape = v.shape;
+    sl.strides = v.strides;
+    if (v.shape.numel() == 0 || v.data == nullptr) return sl;
+    StorageImpl* s = storage_at(v.data, v.dtype);
+    const std::size_t es = detail::dtype_size(v.dtype);
+    sl.offset = static_cast<std::int64_t>((static_cast<const char*>(v.data) - static_cast<const char*>(s->data)) / static_cast<std::ptrdiff_t>(es));
+    auto it = buf_of_.find(s);
+    if (it == buf_of_.end()) {
+      // First touch of a storage made during the trace.
+      Buffer b;
+      if (!is_write) {
+        b = snapshot(s, v.dtype, "c" + std::to_string(n_snapshots_++));
+      } else {
+        b.dtype = v.dtype;
+        b.numel = static_cast<std::int64_t>(s->nbytes / es);
+      }
+      it = buf_of_.emplace(s, g_.add_buffer(std::move(b))).first;
+    } else if (is_write && g_.buffers[static_cast<std::size_t>(it->second)].kind != BufferKind::intermediate) {
+      // A kernel writes into an input or a constant: from here on the storage
+      // is a private intermediate that starts as a copy of the old contents.
+      const int old = it->second;
+      const Buffer& ob = g_.buffers[static_cast<std::size_t>(old)];
+      Buffer b;
+      b.dtype = ob.dtype;
+      b.numel = ob.numel;
+      const int fresh = g_.add_buffer(std::move(b));
+      Step c;
+      c.kind = StepKind::copy;
+      c.dtype = g_.buffers[static_cast<std::size_t>(old)].dtype;
+      const Shape flat{g_.buffers[static_cast<std::size_t>(old)].numel};
+      c.in.push_back(Slot{old, 0, flat, Shape{1}});
+      c.out.push_back(Slot{fresh, 0, flat, Shape{1}});
+      c.note = "private copy before an in-place write";
+      push(std::move(c));
+      it->second = fresh;
+    }
+    sl.buf = it->second;
+    return sl;
+  }
+
+  Graph g_;
+  detail::TracingBackend<float> f32_;
+  detail::TracingBackend<double> f64_;
+  detail::TracingBackend<std::int64_t> i64_;
+  std::map<std::uintptr_t, StorageImpl*> addr_;
+  std::unordered_map<const StorageImpl*, int> buf_of_;
+  std::unordered_map<const void*, std::source_location> locations_;
+  std::vector<Ref<StorageImpl>> keep_;
+  int depth_ = 0, n_snapshots_ = 0;
+};
+
+// ---- TracingBackend: record, then run ---------------------------------------
+
+namespace detail {
+
+#define FROST_TRACE_BEGIN(KIND) \
+  if (t_.recording()) {         \
+    Step s = step(StepKind::KIND);
+#define FROST_TRACE_END \
+  t_.push(std::move(s)); \
+  }
+
+template <class T>
+void TracingBackend<T>::unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) {
+  FROST_TRACE_BEGIN(unary)
+  s.op = static_cast<int>(op), s.p0 = double(p0), s.p1 = double(p1);
+  s.in = {t_.read(raw(x))};
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.unary(op, x, y, p0, p1);
+}
+template <class T>
+void TracingBackend<T>::binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) {
+  FROST_TRACE_BEGIN(binary)
+  s.op = static_cast<int>(op), s.p0 = double(p);
+  s.in = {t_.read(raw(a)), t_.read(raw(b))};
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.binary(op, a, b, y, p);
+}
+template <class T>
+void TracingBackend<T>::where(const View<const T>& c, const View<const T>& a, const View<const T>& b, const View<T>& y) {
+  FROST_TRACE_BEGIN(where)
+  s.in = {t_.read(raw(c)), t_.read(raw(a)), t_.read(raw(b))};
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.where(c, a, b, y);
+}
+template <class T>
+void TracingBackend<T>::copy(const View<const T>& x, const View<T>& y) {
+  FROST_TRACE_BEGIN(copy)
+  s.in = {t_.read(raw(x))};
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.copy(x, y);
+}
+template <class T>
+void TracingBackend<T>::fill(const View<T>& y, T value) {
+  FROST_TRACE_BEGIN(fill)
+  s.p0 = double(value);
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.fill(y, value);
+}
+template <class T>
+void TracingBackend<T>::random(const View<T>& y, philox::Dist dist, std::uint64_t seed, std::uint64_t offset,
+                               double lo, double hi) {
+  FROST_TRACE_BEGIN(random)
+  s.op = static_cast<int>(dist), s.seed = seed, s.rng_offset = offset, s.p0 = lo, s.p1 = hi;
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.random(y, dist, seed, offset, lo, hi);
+}
+template <class T>
+void TracingBackend<T>::reduce(ReduceOp op, const View<const T>& x, int n_reduced, const View<T>& y) {
+  FROST_TRACE_BEGIN(reduce)
+  s.op = static_cast<int>(op), s.i0 = n_reduced;
+  s.in = {t_.read(raw(x))};
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.reduce(op, x, n_reduced, y);
+}
+template <class T>
+void TracingBackend<T>::arg_reduce(bool is_max, const View<const T>& x, const View<T>& values,
+                                   const View<std::int64_t>& indices) {
+  FROST_TRACE_BEGIN(arg_reduce)
+  s.i0 = is_max;
+  s.in = {t_.read(raw(x))};
+  s.out = {t_.write(raw(values)), t_.write(raw(indices))};
+  FROST_TRACE_END
+  real_.arg_reduce(is_max, x, values, indices);
+}
+template <class T>
+void TracingBackend<T>::softmax(const View<const T>& x, const View<T>& y, bool log) {
+  FROST_TRACE_BEGIN(softmax)
+  s.i0 = log;
+  s.in = {t_.read(raw(x))};
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.softmax(x, y, log);
+}
+
+/// The window a GEMM operand spans: [batch, rows, cols] with the layout's strides.
+inline frost::detail::RawView gemm_window(const void* p, DType d, bool trans, std::int64_t rows, std::int64_t cols,
+                                          std::int64_t ld, std::int64_t bs, std::int64_t batch) {
+  return {p, Shape{batch, rows, cols}, trans ? Shape{bs, 1, ld} : Shape{bs, ld, 1}, d};
+}
+
+template <class T>
+void TracingBackend<T>::gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+                             std::int64_t lda, std::int64_t sa, const T* b, std::int64_t ldb, std::int64_t sb, T beta,
+                             T* c, std::int64_t ldc, std::int64_t sc, std::int64_t batch) {
+  FROST_TRACE_BEGIN(gemm)
+  s.gemm = {ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, batch, double(alpha), double(beta)};
+  const DType d = dtype_of<T>();
+  s.in = {t_.read(gemm_window(a, d, ta, m, k, lda, sa, batch)), t_.read(gemm_window(b, d, tb, k, n, ldb, sb, batch))};
+  if (beta != T(0)) s.in.push_back(t_.read(gemm_window(c, d, false, m, n, ldc, sc, batch)));
+  s.out = {t_.write(gemm_window(c, d, false, m, n, ldc, sc, batch))};
+  FROST_TRACE_END
+  real_.gemm(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
+}
+template <class T>
+void TracingBackend<T>::index_select(const View<const T>& x, int dim, const View<const std::int64_t>& index,
+                                     const View<T>& y) {
+  FROST_TRACE_BEGIN(index_select)
+  s.i0 = dim;
+  s.in = {t_.read(raw(x)), t_.read(raw(index))};
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.index_select(x, dim, index, y);
+}
+template <class T>
+void TracingBackend<T>::gather(const View<const T>& x, int dim, const View<const std::int64_t>& index, const View<T>& y) {
+  FROST_TRACE_BEGIN(gather)
+  s.i0 = dim;
+  s.in = {t_.read(raw(x)), t_.read(raw(index))};
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.gather(x, dim, index, y);
+}
+template <class T>
+void TracingBackend<T>::scatter_add(const View<T>& y, int dim, const View<const std::int64_t>& index,
+                                    const View<const T>& src) {
+  FROST_TRACE_BEGIN(scatter_add)
+  s.i0 = dim;
+  s.in = {t_.read(raw(y)), t_.read(raw(index)), t_.read(raw(src))};
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.scatter_add(y, dim, index, src);
+}
+template <class T>
+void TracingBackend<T>::conv2d(const Conv2dParams& p, const View<const T>& x, const View<const T>& w, const T* bias,
+                               const View<T>& y, UnaryOp act) {
+  FROST_TRACE_BEGIN(conv2d)
+  s.conv = p, s.op = static_cast<int>(act);
+  s.in = {t_.read(raw(x)), t_.read(raw(w)),
+          bias ? t_.read({bias, Shape{p.out_channels}, Shape{1}, dtype_of<T>()}) : Slot{}};
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.conv2d(p, x, w, bias, y, act);
+}
+template <class T>
+void TracingBackend<T>::conv2d_grad_input(const Conv2dParams& p, const View<const T>& dy, const View<const T>& w,
+                                          const View<T>& dx) {
+  FROST_TRACE_BEGIN(conv2d_grad_input)
+  s.conv = p;
+  s.in = {t_.read(raw(dy)), t_.read(raw(w))};
+  s.out = {t_.write(raw(dx))};
+  FROST_TRACE_END
+  real_.conv2d_grad_input(p, dy, w, dx);
+}
+template <class T>
+void TracingBackend<T>::conv2d_grad_weight(const Conv2dParams& p, const View<const T>& x, const View<const T>& dy,
+                                           const View<T>& dw) {
+  FROST_TRACE_BEGIN(conv2d_grad_weight)
+  s.conv = p;
+  s.in = {t_.read(raw(x)), t_.read(raw(dy))};
+  s.out = {t_.write(raw(dw))};
+  FROST_TRACE_END
+  real_.conv2d_grad_weight(p, x, dy, dw);
+}
+template <class T>
+void TracingBackend<T>::max_pool2d(const Pool2dParams& p, const View<const T>& x, const View<T>& y,
+                                   const View<std::int64_t>& indices) {
+  FROST_TRACE_BEGIN(max_pool2d)
+  s.pool = p;
+  s.in = {t_.read(raw(x))};
+  s.out = {t_.write(raw(y))};
+  if (indices.data) s.out.push_back(t_.write(raw(indices)));
+  FROST_TRACE_END
+  real_.max_pool2d(p, x, y, indices);
+}
+template <class T>
+void TracingBackend<T>::max_pool2d_backward(const Pool2dParams& p, const View<const T>& dy,
+                                            const View<const std::int64_t>& indices, const View<T>& dx) {
+  FROST_TRACE_BEGIN(max_pool2d_backward)
+  s.pool = p;
+  s.in = {t_.read(raw(dy)), t_.read(raw(indices))};
+  s.out = {t_.write(raw(dx))};
+  FROST_TRACE_END
+  real_.max_pool2d_backward(p, dy, indices, dx);
+}
+template <class T>
+void TracingBackend<T>::avg_pool2d(const Pool2dParams& p, const View<const T>& x, const View<T>& y) {
+  FROST_TRACE_BEGIN(avg_pool2d)
+  s.pool = p;
+  s.in = {t_.read(raw(x))};
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.avg_pool2d(p, x, y);
+}
+template <class T>
+void TracingBackend<T>::avg_pool2d_backward(const Pool2dParams& p, const View<const T>& dy, const View<T>& dx) {
+  FROST_TRACE_BEGIN(avg_pool2d_backward)
+  s.pool = p;
+  s.in = {t_.read(raw(dy))};
+  s.out = {t_.write(raw(dx))};
+  FROST_TRACE_END
+  real_.avg_pool2d_backward(p, dy, dx);
+}
+
+#undef FROST_TRACE_BEGIN
+#undef FROST_TRACE_END
+
+}  // namespace detail
+}  // namespace frost::jit
