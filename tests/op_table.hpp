@@ -730,6 +730,51 @@ inline bool second_derivatives_match(const Row& r) {
   return gradcheck(first, b0, 1e-6, r.gatol, r.grtol);
 }
 
+/// (4) Frozen equals eager: the row traced (its layouts are made inside the
+/// trace), frozen with every pass, and run on the traced values and, when
+/// the plan has no guards, on the same values in reverse order (the row's
+/// domain is kept); within 1e-5 of eager, relative to eager's magnitude.
+inline std::string frozen_problems(const Row& r) {
+  const Prepared p = prepare(r);
+  auto f = [&](const std::vector<TF>& xs) { return r.ff(views(r, xs)); };
+  const auto b = bases<float>(p);
+  const auto plan = jit::freeze<float>(jit::trace_list<float>(f, b));
+  std::string out;
+  auto compare = [&](const std::vector<TF>& in, const char* what) {
+    TF eager;
+    {
+      InferenceMode im;
+      eager = f(in);
+    }
+    const TF frozen = plan.run_all(in)[0];
+    if (frozen.shape() != eager.shape()) {
+      out += std::string(what) + ": frozen shape " + frozen.shape().str() + " vs eager " + eager.shape().str() + "; ";
+      return;
+    }
+    if (eager.numel() == 0) return;
+    const auto e = eager.to_vector(), z = frozen.to_vector();
+    double scale = 1, worst = 0;
+    for (float v : e) scale = std::max(scale, std::abs(double(v)));
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      if (std::isnan(e[i]) && std::isnan(z[i])) continue;
+      worst = std::max(worst, std::abs(double(e[i]) - double(z[i])));
+      if (std::isnan(z[i]) != std::isnan(e[i])) worst = INFINITY;
+    }
+    if (!(worst <= 1e-5 * scale)) out += std::string(what) + ": max |frozen - eager| " + std::to_string(worst) + "; ";
+  };
+  compare(b, "traced inputs");
+  if (plan.graph().guards.empty()) {
+    std::vector<TF> rev;
+    for (const auto& x : b) {
+      auto v = x.to_vector();
+      std::reverse(v.begin(), v.end());
+      rev.push_back(TF::from(v, x.shape()));
+    }
+    compare(rev, "reordered inputs");
+  }
+  return out;
+}
+
 /// Runs `check` on every row, naming the row and reporting any exception.
 template <class Check>
 void for_rows(const std::vector<Row>& rows, Check&& check) {
@@ -759,6 +804,13 @@ inline void check_forward_float(const std::vector<Row>& rows) {
 inline void check_gradients(const std::vector<Row>& rows) {
   for_rows(rows, [](const Row& r) {
     if (r.grad) CHECK(gradients_match(r));
+  });
+}
+
+inline void check_frozen(const std::vector<Row>& rows) {
+  for_rows(rows, [](const Row& r) {
+    const std::string problems = frozen_problems(r);
+    CHECK_MESSAGE(problems.empty(), problems);
   });
 }
 

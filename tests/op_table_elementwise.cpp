@@ -217,6 +217,7 @@ std::vector<Row> elementwise_rows() {
 
 TEST_CASE("op table: elementwise rows: forward in double") { check_forward_double(elementwise_rows()); }
 TEST_CASE("op table: elementwise rows: forward in float") { check_forward_float(elementwise_rows()); }
+TEST_CASE("op table: elementwise rows: frozen plan equals eager") { check_frozen(elementwise_rows()); }
 TEST_CASE("op table: elementwise rows: gradcheck in double") { check_gradients(elementwise_rows()); }
 TEST_CASE("op table: elementwise rows: second derivatives in double") { check_second_derivatives(elementwise_rows()); }
 

@@ -142,6 +142,7 @@ std::vector<Row> reduce_linalg_rows() {
 
 TEST_CASE("op table: reduction and linalg rows: forward in double") { check_forward_double(reduce_linalg_rows()); }
 TEST_CASE("op table: reduction and linalg rows: forward in float") { check_forward_float(reduce_linalg_rows()); }
+TEST_CASE("op table: reduction and linalg rows: frozen plan equals eager") { check_frozen(reduce_linalg_rows()); }
 TEST_CASE("op table: reduction and linalg rows: gradcheck in double") { check_gradients(reduce_linalg_rows()); }
 TEST_CASE("op table: reduction and linalg rows: second derivatives in double") { check_second_derivatives(reduce_linalg_rows()); }
 

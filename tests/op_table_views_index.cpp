@@ -130,6 +130,7 @@ std::vector<Row> views_index_rows() {
 
 TEST_CASE("op table: view and indexing rows: forward in double") { check_forward_double(views_index_rows()); }
 TEST_CASE("op table: view and indexing rows: forward in float") { check_forward_float(views_index_rows()); }
+TEST_CASE("op table: view and indexing rows: frozen plan equals eager") { check_frozen(views_index_rows()); }
 TEST_CASE("op table: view and indexing rows: gradcheck in double") { check_gradients(views_index_rows()); }
 TEST_CASE("op table: view and indexing rows: second derivatives in double") { check_second_derivatives(views_index_rows()); }
 

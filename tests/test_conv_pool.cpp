@@ -363,6 +363,7 @@ TEST_CASE("conv/pool: the Winograd path (3x3, stride 1, 16+ channels) matches th
   }
 }
 TEST_CASE("conv/pool table: forward in float matches the naive loops") { check_forward_float(conv_pool_rows()); }
+TEST_CASE("conv/pool table: frozen plan equals eager") { check_frozen(conv_pool_rows()); }
 TEST_CASE("conv/pool table: gradients match finite differences") { check_gradients(conv_pool_rows()); }
 TEST_CASE("conv/pool table: second derivatives match finite differences") { check_second_derivatives(conv_pool_rows()); }
 

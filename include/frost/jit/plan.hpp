@@ -100,9 +100,10 @@ class Plan {
       }
       execute(ws->bases.data());
       out.clear();
-      for (const auto& o : g_.outputs)
-        out.push_back(frost::detail::make_tensor<T>(ws->arena, o.shape, o.strides,
-                                                    offsets_[static_cast<std::size_t>(o.buf)] / std::int64_t(sizeof(T)) + o.offset));
+      for (const auto& o : g_.outputs) {
+        const std::int64_t at = o.buf < 0 ? 0 : offsets_[static_cast<std::size_t>(o.buf)] / std::int64_t(sizeof(T)) + o.offset;
+        out.push_back(frost::detail::make_tensor<T>(ws->arena, o.shape, o.strides, at));
+      }
     } catch (...) {
       release();
       throw;

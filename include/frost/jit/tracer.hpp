@@ -11,6 +11,7 @@
 // input gets a private copy (SSA renaming), so plans never mutate constants.
 #pragma once
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string>
@@ -153,7 +154,13 @@ class Tracer final : public frost::detail::TraceHooks {
   Slot read(const frost::detail::RawView& v) { return resolve(v, false); }
   Slot write(const frost::detail::RawView& v) { return resolve(v, true); }
   Slot read_ptr(const void* p, DType d) { return resolve({p, Shape{1}, Shape{1}, d}, false); }
-  void push(Step s) { g_.steps.push_back(std::move(s)); }
+  void push(Step s) {
+    // A kernel on empty windows does nothing: no step (and no buffer id -1 downstream).
+    if (s.kind != StepKind::guard && !s.out.empty() &&
+        std::all_of(s.out.begin(), s.out.end(), [](const Slot& o) { return o.buf < 0; }))
+      return;
+    g_.steps.push_back(std::move(s));
+  }
 
   // ---- TraceHooks -------------------------------------------------------------
   void on_alloc(StorageImpl* s) override {

@@ -57,7 +57,7 @@ inline void eliminate_dead_code(FreezeState& st) {
   for (std::size_t k = g.steps.size(); k-- > 0;) {
     const Step& s = g.steps[k];
     const bool keep = s.kind == StepKind::guard ||
-                      std::any_of(s.out.begin(), s.out.end(), [&](const Slot& o) { return needed[static_cast<std::size_t>(o.buf)]; });
+                      std::any_of(s.out.begin(), s.out.end(), [&](const Slot& o) { return o.buf >= 0 && needed[static_cast<std::size_t>(o.buf)]; });
     if (!keep) {
       dead[k] = true;
       ++n;

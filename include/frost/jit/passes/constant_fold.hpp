@@ -41,13 +41,14 @@ inline void fold_constants(FreezeState& st) {
       cand[k] = !blocked[k] && foldable_kind(s.kind) &&
                 std::all_of(s.in.begin(), s.in.end(), [&](const Slot& x) { return x.buf < 0 || cst[static_cast<std::size_t>(x.buf)]; });
       if (cand[k])
-        for (const auto& o : s.out) cst[static_cast<std::size_t>(o.buf)] = true;
+        for (const auto& o : s.out)
+          if (o.buf >= 0) cst[static_cast<std::size_t>(o.buf)] = true;
     }
     // A buffer that some non-foldable step also writes cannot become a constant.
     for (std::size_t k = 0; k < g.steps.size(); ++k) {
       if (cand[k]) continue;
       for (const auto& o : g.steps[k].out) {
-        if (!cst[static_cast<std::size_t>(o.buf)]) continue;
+        if (o.buf < 0 || !cst[static_cast<std::size_t>(o.buf)]) continue;
         for (std::size_t j = 0; j < g.steps.size(); ++j)
           for (const auto& oo : g.steps[j].out)
             if (oo.buf == o.buf && cand[j] && !blocked[j]) blocked[j] = changed = true;
@@ -83,7 +84,8 @@ inline void fold_constants(FreezeState& st) {
         if (x.buf >= 0) bases[static_cast<std::size_t>(x.buf)] = shadow_of(x.buf);
     if (s.dtype == DType::float32) s.dtype = DType::float64;
     detail::run_step(s, bases.data());
-    for (const auto& o : s.out) made.push_back(o.buf);
+    for (const auto& o : s.out)
+      if (o.buf >= 0) made.push_back(o.buf);
     dead[k] = true;
     ++n;
   }

@@ -20,6 +20,7 @@ inline std::int64_t buffer_bytes(const Buffer& b) {
 inline void materialize_outputs(FreezeState& st) {
   Graph& g = st.g;
   for (auto& o : g.outputs) {
+    if (o.buf < 0) continue;  // an empty result
     const Buffer& b = g.buffers[static_cast<std::size_t>(o.buf)];
     if (b.kind == BufferKind::intermediate) continue;
     Buffer nb;
@@ -92,7 +93,8 @@ inline MemoryPlan plan_memory(FreezeState& st) {
         last[b] = k;
       }
   }
-  for (const auto& o : g.outputs) last[static_cast<std::size_t>(o.buf)] = end;  // alive when run() returns
+  for (const auto& o : g.outputs)
+    if (o.buf >= 0) last[static_cast<std::size_t>(o.buf)] = end;  // alive when run() returns
   std::vector<int> order;
   std::int64_t total = 0;
   for (std::size_t b = 0; b < nb; ++b)

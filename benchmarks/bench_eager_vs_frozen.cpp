@@ -1,0 +1,164 @@
+// The project's headline: the same C++ model run eagerly (InferenceMode)
+// and as a frozen jit plan, side by side in one run, for the guide's
+// ResearchModel, ResearchModelBN, the 784-256-256-10 MLP and AdaptiveResNet
+// at batch 1 and 64. Prints a table of median latency, throughput, peak
+// tensor memory and the frozen/eager ratios; `--json FILE` also writes the
+// rows as a JSON array. Google Benchmark's own flags pass through.
+//
+//   build/release/bench_eager_vs_frozen --json eager_vs_frozen.json
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <frost/frost.hpp>
+#include <nlohmann/json.hpp>
+
+#include "../examples/research_model.hpp"
+
+namespace {
+
+using frost::Tensor;
+using T = Tensor<float>;
+namespace nn = frost::nn;
+namespace jit = frost::jit;
+
+struct Case {
+  std::string model;
+  int batch = 1;
+  std::function<T(const T&)> eager;
+  std::shared_ptr<jit::Plan<float>> plan;
+  T x;
+  std::int64_t eager_peak = 0, frozen_peak = 0;
+};
+
+/// Tensor bytes a region allocates beyond what was live before it.
+template <class F>
+std::int64_t peak_of(F&& f) {
+  frost::reset_peak_memory_stats();
+  const auto before = frost::memory_stats().current_bytes;
+  f();
+  return frost::memory_stats().peak_bytes - before;
+}
+
+/// Batch-norm statistics that are not the identity, so folding has work to do.
+template <class M>
+void warm_batch_norm(M& model, const frost::Shape& input) {
+  model->train();
+  frost::NoGradGuard ng;
+  for (int i = 0; i < 3; ++i) model(T::randn(input) * 0.5f + 0.1f);
+  model->eval();
+}
+
+template <class M>
+Case make_case(const std::string& name, M model, frost::Shape input) {
+  Case c;
+  c.model = name;
+  c.batch = static_cast<int>(input[0]);
+  c.x = T::randn(input);
+  c.eager = [model](const T& x) { return model(x); };
+  c.plan = std::make_shared<jit::Plan<float>>(jit::freeze(model, c.x));
+  {
+    frost::InferenceMode im;
+    c.eager(c.x);  // warm the allocator's caches first: the peak is the steady state
+    c.eager_peak = peak_of([&] { benchmark::DoNotOptimize(c.eager(c.x).data()); });
+  }
+  c.plan->run(c.x);
+  const auto run_peak = peak_of([&] { benchmark::DoNotOptimize(c.plan->run(c.x).data()); });
+  c.frozen_peak = c.plan->arena_bytes() + run_peak;  // the workspace it holds plus anything a run allocates
+  return c;
+}
+
+std::vector<Case> make_cases() {
+  std::vector<Case> cases;
+  for (std::int64_t batch : {1, 64}) {
+    frost::manual_seed(0);
+    auto rm = nn::make<guide::ResearchModel>();
+    rm->eval();
+    cases.push_back(make_case("ResearchModel", rm, {batch, 3, 32, 32}));
+    auto bn = nn::make<guide::ResearchModelBN>();
+    warm_batch_norm(bn, {8, 3, 32, 32});
+    cases.push_back(make_case("ResearchModelBN", bn, {batch, 3, 32, 32}));
+    auto mlp = guide::make_mlp();
+    mlp->eval();
+    cases.push_back(make_case("MLP", mlp, {batch, 784}));
+    auto ar = nn::make<guide::AdaptiveResNet>();
+    warm_batch_norm(ar, {8, 3, 32, 32});
+    cases.push_back(make_case("AdaptiveResNet", ar, {batch, 3, 32, 32}));
+  }
+  return cases;
+}
+
+/// Keeps the median of each benchmark's repetitions (seconds).
+class Collector : public benchmark::ConsoleReporter {
+ public:
+  std::map<std::string, double> median_s;
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const auto& r : runs)
+      if (r.aggregate_name == "median")
+        median_s[r.run_name.function_name] = r.GetAdjustedRealTime() / 1e6;  // microseconds
+    ConsoleReporter::ReportRuns(runs);
+  }
+};
+
+std::string key(const Case& c, const char* mode) { return c.model + "/batch" + std::to_string(c.batch) + "/" + mode; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
+    else args.push_back(argv[i]);
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+
+  auto cases = make_cases();
+  for (auto& c : cases) {
+    const double min_time = c.batch == 1 ? 0.05 : 0.15;
+    benchmark::RegisterBenchmark(key(c, "eager").c_str(), [&c](benchmark::State& st) {
+      frost::InferenceMode im;
+      for (auto _ : st) benchmark::DoNotOptimize(c.eager(c.x).data());
+    })->Unit(benchmark::kMicrosecond)->MinTime(min_time)->Repetitions(5)->ReportAggregatesOnly(true);
+    benchmark::RegisterBenchmark(key(c, "frozen").c_str(), [&c](benchmark::State& st) {
+      std::vector<T> out;
+      for (auto _ : st) {
+        c.plan->run_into({c.x}, out);
+        benchmark::DoNotOptimize(out[0].data());
+        out.clear();
+      }
+    })->Unit(benchmark::kMicrosecond)->MinTime(min_time)->Repetitions(5)->ReportAggregatesOnly(true);
+  }
+  Collector rep;
+  benchmark::RunSpecifiedBenchmarks(&rep);
+
+  nlohmann::json rows = nlohmann::json::array();
+  std::printf("\n%-16s %5s %11s %11s %8s %13s %13s %9s\n", "model", "batch", "eager ms", "frozen ms", "speedup",
+              "eager peak B", "frozen peak B", "mem ratio");
+  for (const auto& c : cases) {
+    const auto e = rep.median_s.find(key(c, "eager")), f = rep.median_s.find(key(c, "frozen"));
+    if (e == rep.median_s.end() || f == rep.median_s.end()) continue;  // filtered out
+    std::printf("%-16s %5d %11.4f %11.4f %7.2fx %13lld %13lld %9.2f\n", c.model.c_str(), c.batch, e->second * 1e3,
+                f->second * 1e3, e->second / f->second, static_cast<long long>(c.eager_peak),
+                static_cast<long long>(c.frozen_peak),
+                c.eager_peak > 0 ? double(c.frozen_peak) / double(c.eager_peak) : 0.0);
+    for (const auto& [mode, secs, peak] : {std::tuple{"eager", e->second, c.eager_peak}, std::tuple{"frozen", f->second, c.frozen_peak}})
+      rows.push_back({{"model", c.model}, {"batch", c.batch}, {"mode", mode}, {"median_ms", secs * 1e3},
+                      {"items_per_s", c.batch / secs}, {"peak_bytes", peak}});
+  }
+  std::printf("(speedup = eager / frozen median latency; mem ratio = frozen / eager peak tensor bytes per call)\n");
+  if (!json_path.empty()) {
+    std::ofstream(json_path) << rows.dump(2) << "\n";
+    std::printf("wrote %s\n", json_path.c_str());
+  }
+  std::printf("\nplan summary, ResearchModelBN at batch 64:\n%s", cases[5].plan->summary().c_str());
+  benchmark::Shutdown();
+  return 0;
+}
