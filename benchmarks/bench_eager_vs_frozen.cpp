@@ -99,10 +99,13 @@ class Collector : public benchmark::ConsoleReporter {
  public:
   std::map<std::string, double> median_s;
   void ReportRuns(const std::vector<Run>& runs) override {
+    std::vector<Run> medians;  // the console shows the medians only; the table below has the rest
     for (const auto& r : runs)
-      if (r.aggregate_name == "median")
+      if (r.aggregate_name == "median") {
         median_s[r.run_name.function_name] = r.GetAdjustedRealTime() / 1e6;  // microseconds
-    ConsoleReporter::ReportRuns(runs);
+        medians.push_back(r);
+      }
+    ConsoleReporter::ReportRuns(medians);
   }
 };
 

@@ -2,7 +2,7 @@
 // and an auxiliary classifier taken 30% of the time (frost's generator, so a
 // seed replays the run); ProductionModel keeps the features and the main
 // classifier without dropout. Its weights are copied over by name, saved as
-// safetensors (loadable by PyTorch) and reloaded.
+// safetensors (loadable by PyTorch), reloaded and frozen into a jit plan.
 #include <frost/frost.hpp>
 #include <cstdio>
 #include <iostream>
@@ -87,5 +87,12 @@ int main() {
   const float acc = accuracy(c, test_y);
   std::printf("production vs research (eval): max |diff| %.2e; reloaded vs production: %.2e; accuracy %.3f\n",
               diff_prod, diff_reload, acc);
-  return diff_prod < 1e-5f && diff_reload == 0 && acc > 0.5f ? 0 : 1;
+
+  // Freeze for serving: a static plan with no tape, fused epilogues and one arena.
+  const auto sample = test_x.narrow(0, 0, 64).contiguous();
+  auto plan = jit::freeze(reloaded, sample);
+  std::printf("%s", plan.summary().c_str());
+  const auto report = plan.check(reloaded, sample);
+  std::printf("%s\n", report.str().c_str());
+  return diff_prod < 1e-5f && diff_reload == 0 && acc > 0.5f && report.ok ? 0 : 1;
 }

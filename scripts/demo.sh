@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# Builds and runs the demo program; extra arguments are passed to it.
-# Usage: scripts/demo.sh [args...]   (FROST_DEMO_TARGET=<target> picks another program)
+# Builds and runs the demo: the guide's research-to-production run, then the
+# eager-vs-frozen benchmark table (its rows also go to
+# build/release/eager_vs_frozen.json).
+# Usage: scripts/demo.sh   (FROST_DEMO_TARGET=<target> [args...] runs that one program instead)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-target=${FROST_DEMO_TARGET:-research_to_production}
+target=${FROST_DEMO_TARGET:-}
 
 bash scripts/install_deps.sh
-
-# A bench_* target lives among the benchmarks, so build those only when asked for one.
-benchmarks=OFF
-[[ $target == bench_* ]] && benchmarks=ON
 
 build=build/release
 cmake -S . -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release \
-  -DFROST_BUILD_TESTS=OFF -DFROST_BUILD_EXAMPLES=ON -DFROST_BUILD_BENCHMARKS=$benchmarks
-cmake --build "$build" -j2 --target "$target"
-"$build/$target" "$@"
+  -DFROST_BUILD_TESTS=OFF -DFROST_BUILD_EXAMPLES=ON -DFROST_BUILD_BENCHMARKS=ON
+if [[ -n $target ]]; then
+  cmake --build "$build" -j2 --target "$target"
+  "$build/$target" "$@"
+  exit
+fi
+cmake --build "$build" -j2 --target research_to_production bench_eager_vs_frozen
+"$build/research_to_production"
+echo
+echo "== eager vs frozen (bench_eager_vs_frozen; medians of 5 repetitions) =="
+"$build/bench_eager_vs_frozen" --benchmark_format=console --json "$build/eager_vs_frozen.json"

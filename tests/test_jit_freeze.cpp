@@ -1,0 +1,254 @@
+// Freeze passes one by one (each against the graph without it), the guide's
+// models frozen against eager, and jit::compile across branches.
+#include <doctest/doctest.h>
+
+#include <frost/frost.hpp>
+#include <string>
+
+#include "../examples/research_model.hpp"
+
+using namespace frost;
+using T = Tensor<float>;
+
+namespace {
+
+double max_diff(const T& a, const T& b) { return (a - b).abs().max().item(); }
+bool close(const T& a, const T& b, double tol = 1e-5) {
+  return a.shape() == b.shape() && max_diff(a, b) <= tol * (1.0 + b.abs().max().item());
+}
+
+int count(const jit::Graph& g, jit::StepKind k) {
+  int n = 0;
+  for (const auto& s : g.steps) n += s.kind == k;
+  return n;
+}
+
+bool reported(const jit::Plan<float>& p, const std::string& what) {
+  return p.summary().find(what) != std::string::npos;
+}
+
+/// Batch-norm statistics away from the identity, so folding changes weights.
+template <class M>
+void warm_batch_norm(M& m, const Shape& input) {
+  m->train();
+  NoGradGuard ng;
+  for (int i = 0; i < 3; ++i) m(T::randn(input) * 0.7f + 0.2f);
+  m->eval();
+}
+
+struct ConvBn : nn::Module {
+  nn::Conv2d conv = register_module("conv", nn::Conv2d(3, 6, 3, {.padding = 1}));
+  nn::BatchNorm2d bn = register_module("bn", nn::BatchNorm2d(6));
+  T forward(const T& x) { return bn(conv(x)).relu(); }
+};
+
+struct BnUsedTwice : nn::Module {  // the conv output is read again: batch norm cannot fold
+  nn::Conv2d conv = register_module("conv", nn::Conv2d(3, 6, 3, {.padding = 1}));
+  nn::BatchNorm2d bn = register_module("bn", nn::BatchNorm2d(6));
+  T forward(const T& x) {
+    auto y = conv(x);
+    return bn(y) + y;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("freeze pass: batch norm folds into the conv before it, in double") {
+  manual_seed(10);
+  auto m = nn::make<ConvBn>();
+  warm_batch_norm(m, {4, 3, 8, 8});
+  const auto x = T::randn({2, 3, 8, 8});
+  const auto g = jit::trace(m, x);
+  CHECK(count(g, jit::StepKind::batch_norm) == 1);
+  jit::FreezeOptions no_fold;
+  no_fold.fold_affine = false;
+  auto folded = jit::freeze<float>(g);
+  auto unfolded = jit::freeze<float>(g, no_fold);
+  CHECK(count(folded.graph(), jit::StepKind::batch_norm) == 0);
+  CHECK(count(unfolded.graph(), jit::StepKind::batch_norm) == 1);
+  CHECK(reported(folded, "batch norm folding: 1 folded"));
+  const T eager = [&] { InferenceMode im; return m(x); }();
+  CHECK(close(folded.run(x), unfolded.run(x)));
+  CHECK(close(folded.run(x), eager));
+  // The folded weights are w * gamma / sqrt(var + eps), computed in double and rounded once.
+  const auto& conv = m->conv;
+  const auto& bnm = m->bn;
+  const auto s = (bnm->weight / (bnm->running_var + 1e-5f).sqrt()).reshape({6, 1, 1, 1});
+  const T expect_w = conv->weight * s;
+  bool found = false;
+  for (const auto& b : folded.graph().buffers)
+    if (b.name == "conv.weight'") {
+      found = true;
+      const T got = T::from(std::vector<float>(static_cast<const float*>(b.data->data),
+                                               static_cast<const float*>(b.data->data) + b.numel), expect_w.shape());
+      CHECK(max_diff(got, expect_w) < 1e-6);
+    }
+  CHECK(found);
+}
+
+TEST_CASE("freeze pass: a batch norm whose input is used elsewhere stays as one scale-and-shift step") {
+  manual_seed(11);
+  auto m = nn::make<BnUsedTwice>();
+  warm_batch_norm(m, {4, 3, 8, 8});
+  const auto x = T::randn({2, 3, 8, 8});
+  auto plan = jit::freeze(m, x);
+  CHECK(count(plan.graph(), jit::StepKind::batch_norm) == 1);
+  CHECK(reported(plan, "0 folded into conv/linear, 1 left as scale-and-shift"));
+  const T eager = [&] { InferenceMode im; return m(x); }();
+  CHECK(close(plan.run(x), eager));
+}
+
+TEST_CASE("freeze pass: constant scale and shift fold into a linear layer") {
+  manual_seed(12);
+  auto lin = nn::Linear(5, 4);
+  const auto scale = T::rand({4}) + 0.5f, shift = T::randn({4});
+  auto f = [&](const T& x) { return (lin(x) * 2.0f + 1.0f) * scale.reshape({1, 4}) - shift.reshape({1, 4}); };
+  const auto x = T::randn({3, 5});
+  // scale and shift are captured from outside: register them by tracing a module holding them instead.
+  struct Holder : nn::Module {
+    nn::Linear lin;
+    T scale, shift;
+    Holder(nn::Linear l, T s, T b) : lin(register_module("lin", l)) {
+      scale = register_buffer("scale", s);
+      shift = register_buffer("shift", b);
+    }
+    T forward(const T& x) { return (lin(x) * 2.0f + 1.0f) * scale.reshape({1, 4}) - shift.reshape({1, 4}); }
+  };
+  auto h = nn::make<Holder>(lin, scale, shift);
+  auto plan = jit::freeze(h, x);
+  CHECK(reported(plan, "constant add/mul folding: 4 folded"));
+  CHECK(plan.graph().steps.size() == 1);
+  CHECK(close(plan.run(x), f(x)));
+}
+
+TEST_CASE("freeze pass: activations fuse into conv and linear epilogues") {
+  manual_seed(13);
+  auto m = guide::make_mlp();
+  m->eval();
+  const auto x = T::randn({4, 784});
+  const auto g = jit::trace(m, x);
+  jit::FreezeOptions off;
+  off.fuse_epilogues = false;
+  auto fused = jit::freeze<float>(g), plain = jit::freeze<float>(g, off);
+  CHECK(reported(fused, "2 activations fused"));
+  CHECK(fused.graph().steps.size() == 3);
+  CHECK(plain.graph().steps.size() == 5);
+  CHECK(close(fused.run(x), plain.run(x)));
+}
+
+TEST_CASE("freeze pass: elementwise chains become one fused kernel") {
+  auto f = [](const T& a, const T& b) { return ((a * b + 1.0f).tanh() - a).relu(); };
+  const auto a = T::randn({3, 70}), b = T::randn({3, 70});
+  const auto g = jit::trace(f, a, b);
+  auto plan = jit::freeze<float>(g);
+  CHECK(count(plan.graph(), jit::StepKind::elementwise) == 1);
+  CHECK(plan.graph().steps.size() == 1);
+  CHECK(close(plan.run_all({a, b})[0], f(a, b)));
+  const auto a2 = T::randn({3, 70}), b2 = T::randn({3, 70});
+  CHECK(close(plan.run_all({a2, b2})[0], f(a2, b2)));
+}
+
+TEST_CASE("freeze pass: constant subgraphs run once at freeze time, in double") {
+  // (w * w).sum() depends on constants only; x * it does not.
+  struct M : nn::Module {
+    T w = register_parameter("w", T::full({3}, 0.1f));
+    T forward(const T& x) { return x * (w * w).sum().exp(); }
+  };
+  auto m = nn::make<M>();
+  const auto x = T::randn({3});
+  auto plan = jit::freeze(m, x);
+  CHECK(reported(plan, "constant folding: 3 steps evaluated in double"));
+  CHECK(plan.graph().steps.size() == 1);
+  CHECK(close(plan.run(x), m(x)));
+}
+
+TEST_CASE("freeze pass: dead code and dropout go away") {
+  manual_seed(14);
+  struct M : nn::Module {
+    nn::Linear a = register_module("a", nn::Linear(4, 4));
+    nn::Dropout d = register_module("d", nn::Dropout(0.5));
+    T forward(const T& x) {
+      auto unused = a(x).sigmoid();  // computed, never returned
+      (void)unused;
+      return d(x.tanh());
+    }
+  };
+  auto m = nn::make<M>();
+  const auto x = T::randn({2, 4});
+  // Traced in training mode the dropout is one node; freeze (evaluation semantics) removes it.
+  m->train();
+  const auto g = jit::trace(m, x);
+  CHECK(count(g, jit::StepKind::dropout) == 1);
+  auto plan = jit::freeze<float>(g);
+  CHECK(count(plan.graph(), jit::StepKind::dropout) == 0);
+  CHECK(count(plan.graph(), jit::StepKind::linear) == 0);
+  CHECK(reported(plan, "dropout/identity removal: 1 dropout"));
+  CHECK(close(plan.run(x), x.tanh()));
+}
+
+TEST_CASE("freeze: the guide's models equal eager, with an arena smaller than eager's peak") {
+  manual_seed(15);
+  auto rm = nn::make<guide::ResearchModel>();
+  rm->eval();
+  auto bn = nn::make<guide::ResearchModelBN>();
+  warm_batch_norm(bn, {4, 3, 32, 32});
+  auto mlp = guide::make_mlp();
+  mlp->eval();
+  const auto img = T::randn({4, 3, 32, 32});
+  auto check_model = [&](auto& model, const T& x) {
+    auto plan = jit::freeze(model, x);
+    const auto report = plan.check(model, x);
+    INFO(report.str());
+    CHECK(report.ok);
+    CHECK(report.max_abs_diff[0] < 1e-4);
+    return plan.arena_bytes();
+  };
+  check_model(rm, img);
+  const auto arena = check_model(bn, img);
+  check_model(mlp, T::randn({4, 784}));
+  frost::reset_peak_memory_stats();
+  const auto before = memory_stats().current_bytes;
+  {
+    InferenceMode im;
+    bn(img);
+  }
+  CHECK(arena < memory_stats().peak_bytes - before);
+}
+
+TEST_CASE("jit::compile: AdaptiveResNet gives eager's result on inputs taking either branch") {
+  manual_seed(16);
+  auto model = nn::make<guide::AdaptiveResNet>();
+  warm_batch_norm(model, {4, 3, 16, 16});
+  auto fast = jit::compile(*model);
+  // As in examples/adaptive_resnet.cpp: bright inputs take the shallow branch, dark ones the deep one.
+  const auto bright = T::randn({2, 3, 16, 16}) * 0.1f + 3.0f, dark = T::randn({2, 3, 16, 16}) * 0.1f;
+  auto eager = [&](const T& x) {
+    InferenceMode im;
+    return model(x);
+  };
+  const int deep_before = model->deep_calls;
+  CHECK(close(fast(bright), eager(bright)));
+  CHECK(close(fast(dark), eager(dark)));
+  CHECK(model->deep_calls > deep_before);  // the dark input did take the deep branch
+  CHECK(close(fast(bright), eager(bright)));
+  CHECK(close(fast(dark), eager(dark)));
+  const auto s = fast.stats();
+  CHECK(s.traces == 2);  // one plan per branch, then cache hits
+  CHECK(s.cached_plans == 2);
+  CHECK(s.guard_failures >= 1);
+  // Another shape is another specialisation.
+  const auto one = T::randn({1, 3, 16, 16}) * 0.1f + 3.0f;
+  CHECK(close(fast(one), eager(one)));
+  CHECK(fast.stats().traces == 3);
+}
+
+TEST_CASE("jit::compile: the cache is bounded") {
+  auto mlp = guide::make_mlp();
+  mlp->eval();
+  auto fast = jit::compile(mlp, {.max_plans = 2});
+  for (std::int64_t b = 1; b <= 4; ++b) fast(T::randn({b, 784}));
+  const auto s = fast.stats();
+  CHECK(s.cached_plans == 2);
+  CHECK(s.evictions == 2);
+  CHECK(s.traces == 4);
+}
