@@ -11,17 +11,12 @@
 
 namespace frost::jit {
 
-/// Which passes freeze runs (all by default; tests switch single ones off).
-struct FreezeOptions {
-  bool fold_constants = true, remove_identities = true, fold_affine = true, fuse_epilogues = true,
-       fuse_elementwise = true, pack_weights = true;
-};
-
 /// A traced graph frozen into a plan (evaluation semantics).
 template <FloatScalar T>
-Plan<T> freeze(Graph g, const FreezeOptions& opt = {}) {
+Plan<T> freeze(Graph g, const FreezeOptions& opt) {
   FROST_CHECK(g.dtype == dtype_of<T>(), "frost::jit::freeze: the graph was traced with ", dtype_name(g.dtype),
               " tensors, not ", dtype_name<T>());
+  auto source = std::make_shared<const Graph>(g);
   FreezeState st;
   st.g = std::move(g);
   passes::params_to_constants(st);
@@ -37,7 +32,12 @@ Plan<T> freeze(Graph g, const FreezeOptions& opt = {}) {
   passes::eliminate_dead_code(st);
   passes::materialize_outputs(st);
   const auto mp = passes::plan_memory(st);
-  return Plan<T>(std::move(st), mp);
+  return Plan<T>(std::move(st), mp, std::move(source), opt);
+}
+
+template <FloatScalar T>
+Plan<T> freeze(Graph g) {
+  return freeze<T>(std::move(g), FreezeOptions{});
 }
 
 /// Traces `module(inputs...)` in evaluation mode (restoring its mode after)

@@ -22,6 +22,7 @@ struct Buffer {
   std::int64_t numel = 0;
   int input_index = -1;   // inputs: position in the argument list
   std::string name;       // constants: "features.0.weight", or "c3" for values made during the trace
+  bool param = false;     // a parameter or buffer of the traced module (what refit replaces)
   Ref<StorageImpl> data;  // constants: their bytes (dense, numel elements)
 };
 
@@ -123,6 +124,9 @@ struct Graph {
 };
 
 namespace detail {
+
+/// Bound on any element count, offset or stride a plan file may state.
+inline constexpr std::int64_t kMaxPlanElements = std::int64_t{1} << 40;
 
 inline std::size_t dtype_size(DType d) { return d == DType::float32 ? 4 : 8; }
 

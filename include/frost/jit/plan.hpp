@@ -13,9 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "../io/safetensors.hpp"
 #include "execute.hpp"
 #include "passes/constant_fold.hpp"
 #include "passes/memory_plan.hpp"
+#include "plan_io.hpp"
+#include "validate.hpp"
 
 namespace frost::jit {
 
@@ -39,14 +42,131 @@ struct CheckReport {
   }
 };
 
+/// Which passes freeze runs (all by default; tests switch single ones off).
+struct FreezeOptions {
+  bool fold_constants = true, remove_identities = true, fold_affine = true, fuse_epilogues = true,
+       fuse_elementwise = true, pack_weights = true;
+};
+
+template <FloatScalar T>
+class Plan;
+template <FloatScalar T>
+Plan<T> freeze(Graph g, const FreezeOptions& opt);
+
 template <FloatScalar T>
 class Plan {
  public:
   Plan() = default;
-  /// Builds the runnable plan from a graph every freeze pass has run on.
-  Plan(FreezeState st, const passes::MemoryPlan& mp) : g_(std::move(st.g)), report_(std::move(st.report)) {
+  /// Builds the runnable plan from a graph every freeze pass has run on;
+  /// `source` is the traced graph it came from (what refit freezes again).
+  Plan(FreezeState st, const passes::MemoryPlan& mp, std::shared_ptr<const Graph> source, FreezeOptions opt)
+      : g_(std::move(st.g)), report_(std::move(st.report)), source_(std::move(source)), opt_(opt) {
     offsets_ = mp.offset;
     arena_bytes_ = mp.arena_bytes;
+  }
+
+  /// Writes the plan as one safetensors file that runs with no model source:
+  /// constants as tensors, graph, guards, memory plan and format version in
+  /// the metadata (plus the traced graph, so a loaded plan can refit).
+  void save(const std::string& path) const {
+    std::vector<frost::detail::safetensors::OutEntry> entries;
+    auto add_constants = [&](const Graph& g, const char* prefix) {
+      for (std::size_t b = 0; b < g.buffers.size(); ++b) {
+        const Buffer& buf = g.buffers[b];
+        if (buf.kind != BufferKind::constant || !buf.data) continue;
+        frost::detail::safetensors::OutEntry e;
+        e.name = prefix + detail::constant_tensor_name(b);
+        e.dtype = buf.dtype == DType::float32 ? "F32" : buf.dtype == DType::float64 ? "F64" : "I64";
+        e.shape = Shape{buf.numel};
+        e.data.resize(buf.data->nbytes);
+        if (!e.data.empty()) std::memcpy(e.data.data(), buf.data->data, e.data.size());
+        entries.push_back(std::move(e));
+      }
+    };
+    add_constants(g_, "");
+    std::map<std::string, std::string> meta{{"format", detail::kPlanFormat},
+                                            {"format_version", std::to_string(detail::kPlanVersion)},
+                                            {"frost.plan", detail::plan_to_json({g_, offsets_, arena_bytes_, report_})}};
+    if (source_) {
+      add_constants(*source_, "source.");
+      meta["frost.source"] = detail::plan_to_json({*source_, std::vector<std::int64_t>(source_->buffers.size(), -1), 0, {}});
+    }
+    frost::detail::safetensors::write_file(frost::detail::safetensors::serialize(entries, meta), path);
+  }
+
+  /// Loads a plan saved by save(); every part of the file is checked first:
+  /// a corrupt, truncated, hostile or other-version file is a frost::Error.
+  static Plan load(const std::string& path) { return from_file(SafetensorsFile::open(path)); }
+
+  /// The same from an in-memory image (what the loader's fuzz target feeds).
+  static Plan from_file(const SafetensorsFile& f) {
+    const auto& meta = f.metadata();
+    auto get = [&](const char* key) -> const std::string& {
+      auto it = meta.find(key);
+      FROST_CHECK(it != meta.end(), "frost::jit::Plan::load: ", f.source(), ": not a frost plan (no '", key,
+                  "' in the metadata)");
+      return it->second;
+    };
+    FROST_CHECK(get("format") == detail::kPlanFormat, "frost::jit::Plan::load: ", f.source(), ": format is '",
+                get("format"), "', expected '", detail::kPlanFormat, "'");
+    FROST_CHECK(get("format_version") == std::to_string(detail::kPlanVersion), "frost::jit::Plan::load: ", f.source(),
+                ": written with plan format version ", get("format_version"), ", this frost reads version ",
+                detail::kPlanVersion);
+    detail::PlanParts p = detail::plan_from_json(get("frost.plan"), f);
+    FROST_CHECK(p.g.dtype == dtype_of<T>(), "frost::jit::Plan::load: ", f.source(), ": the plan is for ",
+                dtype_name(p.g.dtype), " tensors, not ", dtype_name<T>());
+    detail::validate_plan(p.g, p.offsets, p.arena_bytes, f.source());
+    Plan plan;
+    plan.g_ = std::move(p.g);
+    plan.offsets_ = std::move(p.offsets);
+    plan.arena_bytes_ = p.arena_bytes;
+    plan.report_ = std::move(p.report);
+    if (meta.count("frost.source")) {
+      // The traced graph's constants are stored under "source.b<id>".
+      plan.source_ = std::make_shared<const Graph>(load_source(f, meta.at("frost.source")));
+    }
+    return plan;
+  }
+
+  /// New weights, same plan: the module's parameters and buffers replace the
+  /// traced constants of the same names and the freeze passes run again (so
+  /// folded weights are recomputed); no trace, no model code involved.
+  template <class M>
+  void refit(const M& module) {
+    const auto& m = module_ref(module);
+    std::map<std::string, Ref<StorageImpl>> by_name;
+    std::map<std::string, std::pair<DType, std::int64_t>> meta;
+    auto add = [&](const std::string& name, const auto& t) {
+      using U = std::remove_cvref_t<decltype(*t.data())>;
+      const auto c = t.detach().contiguous().clone();
+      by_name[name] = c.impl()->storage;
+      meta[name] = {dtype_of<U>(), c.numel()};
+    };
+    for (const auto& [n, t] : m.named_parameters()) add(n, t);
+    for (const auto& [n, t] : m.named_buffers()) add(n, t);
+    for (const auto& [n, t] : m.named_index_buffers()) add(n, t);
+    refit_with(by_name, meta, "the module");
+  }
+
+  /// refit from a safetensors weights file (a state dict, e.g. save_safetensors(model, path)).
+  void refit(const std::string& path) {
+    const auto f = SafetensorsFile::open(path);
+    std::map<std::string, Ref<StorageImpl>> by_name;
+    std::map<std::string, std::pair<DType, std::int64_t>> meta;
+    for (const auto& name : f.names()) {
+      const auto& info = f.info(name);
+      const bool integer = info.dtype != "F16" && info.dtype != "BF16" && info.dtype != "F32" && info.dtype != "F64";
+      if (integer) {
+        auto t = f.get<std::int64_t>(name);
+        by_name[name] = t.impl()->storage;
+        meta[name] = {DType::int64, t.numel()};
+      } else {
+        auto t = f.get<T>(name);
+        by_name[name] = t.impl()->storage;
+        meta[name] = {dtype_of<T>(), t.numel()};
+      }
+    }
+    refit_with(by_name, meta, path);
   }
 
   const Graph& graph() const { return g_; }
@@ -211,8 +331,70 @@ class Plan {
     }
   }
 
+  static Graph load_source(const SafetensorsFile& f, const std::string& json) {
+    // Re-read through a name-prefixed view: the source constants are "source.b<id>".
+    std::vector<frost::detail::safetensors::OutEntry> entries;
+    for (const auto& name : f.names()) {
+      if (!name.starts_with("source.")) continue;
+      const auto& info = f.info(name);
+      frost::detail::safetensors::OutEntry e;
+      e.name = name.substr(7);
+      e.dtype = info.dtype == "F32" ? "F32" : info.dtype == "F64" ? "F64" : "I64";
+      e.shape = info.shape;
+      const std::size_t es = info.dtype == "F32" ? 4 : 8;
+      e.data.resize(static_cast<std::size_t>(info.shape.numel()) * es);
+      FROST_CHECK(info.end - info.begin == e.data.size(), "frost::jit::Plan::load: ", f.source(), ": tensor '", name,
+                  "' has dtype ", info.dtype, ", expected F32, F64 or I64");
+      if (info.dtype == "F32") {
+        auto t = f.get<float>(name);
+        std::memcpy(e.data.data(), t.data(), e.data.size());
+      } else if (info.dtype == "F64") {
+        auto t = f.get<double>(name);
+        std::memcpy(e.data.data(), t.data(), e.data.size());
+      } else {
+        auto t = f.get<std::int64_t>(name);
+        std::memcpy(e.data.data(), t.data(), e.data.size());
+      }
+      entries.push_back(std::move(e));
+    }
+    const auto sub = SafetensorsFile::from_bytes(frost::detail::safetensors::serialize(entries, {}), f.source());
+    detail::PlanParts p = detail::plan_from_json(json, sub);
+    // The traced graph is only frozen again (constant folding runs its
+    // constant steps), so it is checked like a plan, in its traced form.
+    detail::validate_plan(p.g, p.offsets, p.arena_bytes, f.source() + " (traced graph)", /*traced=*/true);
+    return std::move(p.g);
+  }
+
+  void refit_with(const std::map<std::string, Ref<StorageImpl>>& by_name,
+                  const std::map<std::string, std::pair<DType, std::int64_t>>& meta, const std::string& from) {
+    FROST_CHECK(source_ != nullptr, "frost::jit::Plan::refit: this plan has no traced graph to freeze again");
+    Graph g = *source_;
+    std::string missing;
+    for (auto& b : g.buffers) {
+      if (b.kind != BufferKind::constant || !b.param) continue;
+      auto it = by_name.find(b.name);
+      if (it == by_name.end()) {
+        missing += (missing.empty() ? "" : ", ") + b.name;
+        continue;
+      }
+      const auto& [dt, n] = meta.at(b.name);
+      FROST_CHECK(dt == b.dtype && n == b.numel, "frost::jit::Plan::refit: '", b.name, "' from ", from, " is ",
+                  dtype_name(dt), " with ", n, " elements; the plan was traced with ", dtype_name(b.dtype), " and ",
+                  b.numel, " elements");
+      b.data = it->second;
+    }
+    FROST_CHECK(missing.empty(), "frost::jit::Plan::refit: ", from, " is missing the plan's ", missing);
+    Plan next = freeze<T>(std::move(g), opt_);
+    FROST_CHECK(next.g_.steps.size() == g_.steps.size() && next.arena_bytes_ == arena_bytes_,
+                "frost::jit::Plan::refit: the new weights change the frozen plan's structure (", next.g_.steps.size(),
+                " steps instead of ", g_.steps.size(), "); freeze the module again");
+    *this = std::move(next);
+  }
+
   Graph g_;
   std::vector<std::string> report_;
+  std::shared_ptr<const Graph> source_;
+  FreezeOptions opt_;
   std::vector<std::int64_t> offsets_;
   std::int64_t arena_bytes_ = 0;
   struct Pool {

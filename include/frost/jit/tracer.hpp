@@ -134,6 +134,7 @@ class Tracer final : public frost::detail::TraceHooks {
     b.dtype = dtype_of<T>();
     b.numel = static_cast<std::int64_t>(s->nbytes / sizeof(T));
     b.name = name;
+    b.param = true;
     b.data = Ref<StorageImpl>(s);
     register_storage(s, std::move(b));
   }

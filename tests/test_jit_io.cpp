@@ -1,0 +1,173 @@
+// Plan files: save -> load -> run equals the original (no model code
+// needed), refit takes new weights without a trace, and corrupt, truncated,
+// other-version or hostile files are a frost::Error.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <frost/frost.hpp>
+#include <string>
+
+#include "../examples/research_model.hpp"
+
+using namespace frost;
+using T = Tensor<float>;
+
+namespace {
+
+bool close(const T& a, const T& b, double tol = 1e-5) {
+  return a.shape() == b.shape() && (a - b).abs().max().item() <= tol * (1.0 + b.abs().max().item());
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("frost_test_" + name)).string();
+}
+
+std::vector<std::uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+void write_bytes(const std::string& path, const std::vector<std::uint8_t>& b) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+/// The plan file with its "frost.plan" JSON edited by `edit`.
+std::vector<std::uint8_t> with_plan_json(const std::string& path, const std::function<void(std::string&)>& edit) {
+  const auto f = SafetensorsFile::open(path);
+  std::map<std::string, std::string> meta = f.metadata();
+  edit(meta["frost.plan"]);
+  std::vector<detail::safetensors::OutEntry> entries;
+  for (const auto& n : f.names()) {
+    const auto& info = f.info(n);
+    detail::safetensors::OutEntry e;
+    e.name = n;
+    e.dtype = info.dtype == "F32" ? "F32" : info.dtype == "F64" ? "F64" : "I64";
+    e.shape = info.shape;
+    if (info.dtype == "F32") {
+      const auto t = f.get<float>(n);
+      e.data.assign(reinterpret_cast<const std::uint8_t*>(t.data()), reinterpret_cast<const std::uint8_t*>(t.data()) + t.numel() * 4);
+    } else {
+      const auto t = f.get<std::int64_t>(n);
+      e.data.assign(reinterpret_cast<const std::uint8_t*>(t.data()), reinterpret_cast<const std::uint8_t*>(t.data()) + t.numel() * 8);
+    }
+    entries.push_back(std::move(e));
+  }
+  return detail::safetensors::serialize(entries, meta);
+}
+
+void replace_first(std::string& s, const std::string& from, const std::string& to) {
+  const auto at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("jit::Plan::save / load: the loaded plan runs without the model and equals the original") {
+  manual_seed(21);
+  auto model = nn::make<guide::AdaptiveResNet>();
+  model->eval();
+  const auto x = T::randn({2, 3, 16, 16}) * 0.1f + 3.0f;
+  auto plan = jit::freeze(model, x);
+  const auto path = temp_path("adaptive.frost");
+  plan.save(path);
+  auto loaded = jit::Plan<float>::load(path);
+  std::remove(path.c_str());
+  CHECK(close(loaded.run(x), plan.run(x), 0));
+  CHECK(loaded.graph().guards.size() == plan.graph().guards.size());
+  CHECK(loaded.summary() == plan.summary());
+  // The guard travels with the file.
+  CHECK_THROWS_AS(loaded.run(T::randn({2, 3, 16, 16}) * 0.1f), jit::GuardFailure);
+  CHECK_THROWS_WITH_AS(jit::Plan<double>::load([&] { plan.save(path); return path; }()),
+                       doctest::Contains("not float64"), Error);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("jit::Plan::refit: new weights without tracing again, folded constants recomputed") {
+  manual_seed(22);
+  auto model = nn::make<guide::ResearchModelBN>();
+  model->eval();
+  const auto x = T::randn({2, 3, 32, 32});
+  auto plan = jit::freeze(model, x);
+  // Train a little (weights and batch-norm statistics change), then refit.
+  model->train();
+  optim::SGD opt(model->parameters(), {.lr = 0.1});
+  for (int i = 0; i < 2; ++i) {
+    opt.zero_grad();
+    const auto y = model(T::randn({4, 3, 32, 32}));
+    (y * y).mean().backward();
+    opt.step();
+  }
+  model->eval();
+  const T eager = [&] { InferenceMode im; return model(x); }();
+  CHECK_FALSE(close(plan.run(x), eager, 1e-4));
+  plan.refit(model);
+  CHECK(close(plan.run(x), eager));
+  // From a weights file, into a plan loaded from disk.
+  const auto weights = temp_path("weights.safetensors"), pfile = temp_path("bn.frost");
+  plan.save(pfile);
+  auto loaded = jit::Plan<float>::load(pfile);
+  for (auto& p : model->parameters()) {
+    NoGradGuard ng;
+    p.mul_(0.5f);
+  }
+  save_safetensors(*model, weights);
+  loaded.refit(weights);
+  const T eager2 = [&] { InferenceMode im; return model(x); }();
+  CHECK(close(loaded.run(x), eager2));
+  std::remove(weights.c_str());
+  std::remove(pfile.c_str());
+  // Weights of another shape are an error that names the tensor.
+  auto other = nn::make<guide::ResearchModel>();
+  CHECK_THROWS_WITH_AS(plan.refit(other), doctest::Contains("missing"), Error);
+}
+
+TEST_CASE("jit::Plan::load: corrupt, truncated, other-version and hostile files are errors") {
+  auto mlp = guide::make_mlp();
+  mlp->eval();
+  auto plan = jit::freeze(mlp, T::randn({2, 784}));
+  const auto path = temp_path("mlp.frost"), bad = temp_path("bad.frost");
+  plan.save(path);
+  const auto good = read_bytes(path);
+  auto expect_error = [&](const std::vector<std::uint8_t>& bytes, const char* what) {
+    write_bytes(bad, bytes);
+    CHECK_THROWS_WITH_AS(jit::Plan<float>::load(bad), doctest::Contains(what), Error);
+  };
+  // Truncated anywhere: the safetensors layer or the plan check rejects it.
+  for (std::size_t cut : {std::size_t{0}, std::size_t{7}, std::size_t{100}, good.size() / 2, good.size() - 1}) {
+    write_bytes(bad, std::vector<std::uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut)));
+    CHECK_THROWS_AS(jit::Plan<float>::load(bad), Error);
+  }
+  // A plain weights file is not a plan.
+  save_safetensors(*mlp, bad);
+  CHECK_THROWS_WITH_AS(jit::Plan<float>::load(bad), doctest::Contains("expected 'frost.plan'"), Error);
+  // Another format version.
+  {
+    auto f = SafetensorsFile::open(path);
+    auto meta = f.metadata();
+    meta["format_version"] = "99";
+    std::vector<detail::safetensors::OutEntry> none;
+    write_bytes(bad, detail::safetensors::serialize(none, meta));
+    CHECK_THROWS_WITH_AS(jit::Plan<float>::load(bad), doctest::Contains("version 99"), Error);
+  }
+  // Hostile edits of the plan JSON.
+  expect_error(with_plan_json(path, [](std::string& j) { j = "{not json"; }), "not valid JSON");
+  expect_error(with_plan_json(path, [](std::string& j) { replace_first(j, "\"arena_bytes\":", "\"arena_bytes\":-5,\"x\":"); }),
+               "arena_bytes");
+  // A window past its buffer: the output slot's offset pushed out of range.
+  expect_error(with_plan_json(path, [](std::string& j) { replace_first(j, "\"outputs\":[[", "\"outputs\":[[0,999999999,[1],[1]],["); }),
+               "");
+  // A step kind that does not exist.
+  expect_error(with_plan_json(path, [](std::string& j) {
+                 const auto at = j.find("\"kind\":", j.find("\"steps\""));
+                 REQUIRE(at != std::string::npos);
+                 j.insert(at + 7, "99");  // "kind":<n> becomes "kind":99<n>
+               }),
+               "step kind");
+  // The arena too small for its buffers.
+  expect_error(with_plan_json(path, [](std::string& j) { replace_first(j, "\"arena_bytes\":", "\"arena_bytes\":64,\"y\":"); }),
+               "");
+  std::remove(path.c_str());
+  std::remove(bad.c_str());
+}
