@@ -16,4 +16,4 @@ clang++ "${flags[@]}" -DFROST_FUZZ_SEEDS tests/fuzz/plan_loader.cpp -o "$out/see
 clang++ "${flags[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   tests/fuzz/plan_loader.cpp -o "$out/plan_loader_fuzz" -lgomp
 ASAN_OPTIONS=detect_leaks=0 "$out/plan_loader_fuzz" -max_total_time="$seconds" -max_len=200000 -rss_limit_mb=4096 \
-  -print_final_stats=1 "$out/corpus"
+  -print_final_stats=1 -print_funcs=0 "$out/corpus"

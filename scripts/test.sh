@@ -35,3 +35,6 @@ fi
 
 cmake --build "$build" -j2
 ctest --test-dir "$build" --output-on-failure -j2
+
+# The plan loader's fuzz target, briefly (hostile plan files: an Error, never a crash).
+[[ $sanitize -eq 1 ]] || bash scripts/fuzz.sh 15

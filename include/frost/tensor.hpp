@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
-#include <source_location>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -112,9 +112,9 @@ class Tensor {
 
   /// The one element as a T; frost::Error unless numel() == 1. In a jit
   /// trace this is a host read: the plan guards on the exact value.
-  T item(std::source_location loc = std::source_location::current()) const;
+  T item(frost::detail::SourceLocation loc = frost::detail::SourceLocation::current()) const;
   /// All elements in row-major order (in a trace: a guard on every value).
-  std::vector<T> to_vector(std::source_location loc = std::source_location::current()) const;
+  std::vector<T> to_vector(frost::detail::SourceLocation loc = frost::detail::SourceLocation::current()) const;
   /// True when the single element is non-zero: `if (x.mean() > t)`. In a
   /// jit trace the outcome becomes a guard the plan re-checks.
   explicit operator bool() const;

@@ -15,7 +15,7 @@ RawView raw_view(const Tensor<T>& x) {
 }  // namespace detail
 
 template <class T>
-T Tensor<T>::item(std::source_location loc) const {
+T Tensor<T>::item(frost::detail::SourceLocation loc) const {
   detail::check_defined(*this, "item");
   FROST_CHECK(numel() == 1, "frost::item: a tensor with ", numel(), " elements (shape ", shape().str(),
               ") cannot be converted to a scalar; expected exactly one element");
@@ -25,7 +25,7 @@ T Tensor<T>::item(std::source_location loc) const {
 }
 
 template <class T>
-std::vector<T> Tensor<T>::to_vector(std::source_location loc) const {
+std::vector<T> Tensor<T>::to_vector(frost::detail::SourceLocation loc) const {
   detail::check_defined(*this, "to_vector");
   FROST_CHECK(device().is_cpu(), "frost::to_vector: tensor is on ", device().str(), "; copy it to the CPU first");
   if (detail::tracing()) detail::trace_hooks->on_host_read(detail::raw_view(*this), detail::HostRead::to_vector, &loc);

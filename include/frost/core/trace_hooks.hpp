@@ -7,7 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
-#include <source_location>
+
 #include <type_traits>
 
 #include "dtype.hpp"
@@ -20,6 +20,19 @@ namespace frost {
 struct StorageImpl;
 
 namespace detail {
+
+/// Where the caller wrote something: std::source_location's job, built on
+/// the builtins GCC and clang share (clang 14 cannot compile libstdc++'s
+/// std::source_location). As a defaulted argument it names the call site.
+struct SourceLocation {
+  const char* file = "";
+  unsigned line = 0;
+  static constexpr SourceLocation current(const char* f = __builtin_FILE(), unsigned l = __builtin_LINE()) {
+    return {f, l};
+  }
+  const char* file_name() const { return file; }
+  unsigned line_number() const { return line; }
+};
 
 /// A strided window in the tracer's terms: untyped pointer + geometry.
 struct RawView {
@@ -42,9 +55,9 @@ struct TraceHooks {
   virtual ~TraceHooks() = default;
   virtual void on_alloc(StorageImpl* s) = 0;
   /// The host is about to read `v`; `loc` is the caller's location when known.
-  virtual void on_host_read(const RawView& v, HostRead kind, const std::source_location* loc) = 0;
+  virtual void on_host_read(const RawView& v, HostRead kind, const frost::detail::SourceLocation* loc) = 0;
   /// The result of a comparison written at `loc` (lets a later `if` name its line).
-  virtual void note_location(const void* data, const std::source_location& loc) = 0;
+  virtual void note_location(const void* data, const frost::detail::SourceLocation& loc) = 0;
   /// Between begin_op and end_op the kernels run but are not recorded; end_op records `r`.
   virtual void begin_op() = 0;
   virtual void end_op(const OpRecord& r) = 0;
@@ -85,10 +98,10 @@ class TraceOpScope {
 template <class T>
 struct Located {
   T value;
-  std::source_location loc;
+  frost::detail::SourceLocation loc;
   template <class U>
     requires std::is_arithmetic_v<U>
-  Located(U v, std::source_location l = std::source_location::current()) : value(static_cast<T>(v)), loc(l) {}
+  Located(U v, frost::detail::SourceLocation l = frost::detail::SourceLocation::current()) : value(static_cast<T>(v)), loc(l) {}
 };
 
 }  // namespace detail

@@ -15,7 +15,10 @@ namespace detail::safetensors {
 template <class T>
 std::vector<OutEntry> state_entries(const nn::StateDict<T>& sd) {
   std::vector<OutEntry> entries;
-  for (const auto& [name, value] : sd) std::visit([&](const auto& t) { entries.push_back(out_entry(name, t)); }, value);
+  for (const auto& kv : sd) {  // not a structured binding: clang 14 cannot capture those in the lambda
+    const std::string& name = kv.first;
+    std::visit([&](const auto& t) { entries.push_back(out_entry(name, t)); }, kv.second);
+  }
   return entries;
 }
 }  // namespace detail::safetensors

@@ -170,7 +170,7 @@ class Tracer final : public frost::detail::TraceHooks {
   }
 
   void on_host_read(const frost::detail::RawView& v, frost::detail::HostRead how,
-                    const std::source_location* loc) override {
+                    const frost::detail::SourceLocation* loc) override {
     Guard gd;
     gd.how = how;
     if (how == frost::detail::HostRead::condition) {
@@ -197,7 +197,7 @@ class Tracer final : public frost::detail::TraceHooks {
     push(std::move(s));
   }
 
-  void note_location(const void* data, const std::source_location& loc) override { locations_[data] = loc; }
+  void note_location(const void* data, const frost::detail::SourceLocation& loc) override { locations_[data] = loc; }
   void begin_op() override { ++depth_; }
   void abort_op() override { --depth_; }
   void end_op(const frost::detail::OpRecord& r) override {
@@ -214,11 +214,11 @@ class Tracer final : public frost::detail::TraceHooks {
   }
 
  private:
-  static std::string where(const std::source_location& l) {
+  static std::string where(const frost::detail::SourceLocation& l) {
     std::string f = l.file_name();
     const auto cut = f.find_last_of('/');
     if (cut != std::string::npos) f = f.substr(cut + 1);
-    return f + ":" + std::to_string(l.line());
+    return f + ":" + std::to_string(l.line_number());
   }
 
   static std::vector<unsigned char> dense_bytes(const frost::detail::RawView& v) {
@@ -315,7 +315,7 @@ class Tracer final : public frost::detail::TraceHooks {
   detail::TracingBackend<std::int64_t> i64_;
   std::map<std::uintptr_t, StorageImpl*> addr_;
   std::unordered_map<const StorageImpl*, int> buf_of_;
-  std::unordered_map<const void*, std::source_location> locations_;
+  std::unordered_map<const void*, frost::detail::SourceLocation> locations_;
   std::vector<Ref<StorageImpl>> keep_;
   int depth_ = 0, n_snapshots_ = 0;
 };
