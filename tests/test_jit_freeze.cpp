@@ -136,6 +136,23 @@ TEST_CASE("freeze pass: activations fuse into conv and linear epilogues") {
   CHECK(close(fused.run(x), plain.run(x)));
 }
 
+TEST_CASE("freeze pass: conv + relu + max pool run block by block, the conv output never stored whole") {
+  manual_seed(17);
+  auto m = nn::make<guide::ResearchModel>();
+  m->eval();
+  const auto x = T::randn({30, 3, 32, 32});  // conv2 takes blocks of 4 images: the last block is short
+  const auto g = jit::trace(m, x);
+  jit::FreezeOptions off;
+  off.fuse_conv_pool = false;
+  auto fused = jit::freeze<float>(g), plain = jit::freeze<float>(g, off);
+  CHECK(count(fused.graph(), jit::StepKind::conv2d_pool) == 2);
+  CHECK(count(fused.graph(), jit::StepKind::max_pool2d) == 0);
+  CHECK(count(plain.graph(), jit::StepKind::max_pool2d) == 2);
+  CHECK(reported(fused, "conv + max pool: 2 pairs"));
+  CHECK(close(fused.run(x), plain.run(x)));
+  CHECK(fused.arena_bytes() * 2 < plain.arena_bytes());
+}
+
 TEST_CASE("freeze pass: elementwise chains become one fused kernel") {
   auto f = [](const T& a, const T& b) { return ((a * b + 1.0f).tanh() - a).relu(); };
   const auto a = T::randn({3, 70}), b = T::randn({3, 70});

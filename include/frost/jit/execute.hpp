@@ -98,6 +98,53 @@ void run_elementwise(const Step& s, Bases b) {
   });
 }
 
+/// Convolution then max pooling a few images at a time: each thread's conv
+/// output lives in its slice of the scratch window (out[1], [threads * k, C,
+/// H, W]) and is pooled while in cache; the full conv output never exists.
+template <class T>
+void run_conv_pool(const Step& s, Bases b) {
+  Backend<T>& be = backend_for<T>(Device::cpu());
+  const Slot& scratch = s.out[1];
+  const std::int64_t batch = s.conv.batch, per_image_x = s.conv.in_channels * s.conv.in_h * s.conv.in_w;
+  const std::int64_t per_image_c = s.conv.out_channels * s.conv.out_h * s.conv.out_w;
+  const std::int64_t per_image_y = s.pool.channels * s.pool.out_h * s.pool.out_w;
+  const std::int64_t k = s.i0;  // images per conv call
+  const int threads = static_cast<int>(scratch.shape[0] / k);
+  const T* x = ptr<const T>(s.in[0], b);
+  const T* bias = ptr<const T>(s.in[2], b);
+  const View<const T> w = view<const T>(s.in[1], b);
+  T* y = ptr<T>(s.out[0], b);
+  T* tmp = ptr<T>(scratch, b);
+  auto work = [&](int t, std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t n = lo; n < hi; n += k) {
+      const std::int64_t m = std::min(k, hi - n);
+      Conv2dParams cp = s.conv;
+      cp.batch = m;
+      Pool2dParams pp = s.pool;
+      pp.batch = m;
+      T* c = tmp + t * k * per_image_c;
+      const Shape cs{m, cp.out_channels, cp.out_h, cp.out_w};
+      be.conv2d(cp, View<const T>(x + n * per_image_x, Shape{m, cp.in_channels, cp.in_h, cp.in_w}), w, bias, View<T>(c, cs),
+                static_cast<UnaryOp>(s.op));
+      be.max_pool2d(pp, View<const T>(c, cs), View<T>(y + n * per_image_y, Shape{m, pp.channels, pp.out_h, pp.out_w}),
+                    View<std::int64_t>(nullptr, Shape{m, pp.channels, pp.out_h, pp.out_w}));
+    }
+  };
+#if defined(_OPENMP)
+  if (threads > 1 && batch > k && !omp_in_parallel()) {
+#pragma omp parallel num_threads(threads)
+    {
+      const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+      const std::int64_t per = (batch + nt - 1) / nt;
+      const std::int64_t lo = std::min(batch, t * per), hi = std::min(batch, lo + per);
+      if (lo < hi) work(static_cast<int>(t), lo, hi);
+    }
+    return;
+  }
+#endif
+  work(0, 0, batch);
+}
+
 template <class T>
 void run_typed(const Step& s, Bases b) {
   Backend<T>& be = backend_for<T>(Device::cpu());
@@ -157,6 +204,7 @@ void run_typed(const Step& s, Bases b) {
     case StepKind::elementwise:
       if constexpr (FloatScalar<T>) run_elementwise<T>(s, b);
       break;
+    case StepKind::conv2d_pool: run_conv_pool<T>(s, b); break;
     case StepKind::guard: break;  // the plan checks guards itself
   }
 }

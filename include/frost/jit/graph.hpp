@@ -40,7 +40,7 @@ struct Slot {
 enum class StepKind : std::uint8_t {
   unary, binary, where, copy, fill, random, reduce, arg_reduce, softmax, gemm, index_select, gather, scatter_add,
   conv2d, conv2d_grad_input, conv2d_grad_weight, max_pool2d, max_pool2d_backward, avg_pool2d, avg_pool2d_backward,
-  linear, batch_norm, dropout, elementwise, guard
+  linear, batch_norm, dropout, elementwise, conv2d_pool, guard
 };
 
 inline const char* step_kind_name(StepKind k) {
@@ -48,7 +48,7 @@ inline const char* step_kind_name(StepKind k) {
       "unary", "binary", "where", "copy", "fill", "random", "reduce", "arg_reduce", "softmax", "gemm",
       "index_select", "gather", "scatter_add", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
       "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward", "linear", "batch_norm", "dropout", "elementwise",
-      "guard"};
+      "conv2d_pool", "guard"};
   return names[static_cast<int>(k)];
 }
 
@@ -158,10 +158,13 @@ inline std::string step_attrs(const Step& s) {
     case StepKind::softmax: o << (s.i0 ? "log" : "softmax"); break;
     case StepKind::gemm: o << "m=" << s.gemm.m << ", n=" << s.gemm.n << ", k=" << s.gemm.k << ", batch=" << s.gemm.batch
                            << (s.gemm.trans_a ? ", A^T" : "") << (s.gemm.trans_b ? ", B^T" : ""); break;
-    case StepKind::conv2d: case StepKind::conv2d_grad_input: case StepKind::conv2d_grad_weight:
+    case StepKind::conv2d: case StepKind::conv2d_grad_input: case StepKind::conv2d_grad_weight: case StepKind::conv2d_pool:
       pair("kernel", s.conv.kernel_h, s.conv.kernel_w); pair("stride", s.conv.stride_h, s.conv.stride_w);
       pair("padding", s.conv.pad_h, s.conv.pad_w); o << "groups=" << s.conv.groups;
-      if (s.kind == StepKind::conv2d && !act_name(s.op).empty()) o << ", act=" << act_name(s.op);
+      if ((s.kind == StepKind::conv2d || s.kind == StepKind::conv2d_pool) && !act_name(s.op).empty())
+        o << ", act=" << act_name(s.op);
+      if (s.kind == StepKind::conv2d_pool)
+        o << ", max_pool=" << s.pool.kernel_h << "x" << s.pool.kernel_w << "/" << s.pool.stride_h << "x" << s.pool.stride_w;
       break;
     case StepKind::max_pool2d: case StepKind::avg_pool2d: case StepKind::max_pool2d_backward: case StepKind::avg_pool2d_backward:
       pair("kernel", s.pool.kernel_h, s.pool.kernel_w); pair("stride", s.pool.stride_h, s.pool.stride_w);

@@ -45,7 +45,7 @@ struct CheckReport {
 /// Which passes freeze runs (all by default; tests switch single ones off).
 struct FreezeOptions {
   bool fold_constants = true, remove_identities = true, fold_affine = true, fuse_epilogues = true,
-       fuse_elementwise = true, pack_weights = true;
+       fuse_conv_pool = true, fuse_elementwise = true, pack_weights = true;
 };
 
 template <FloatScalar T>

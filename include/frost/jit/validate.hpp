@@ -50,6 +50,11 @@ struct Validator {
   void dense(const Slot& s, const Shape& want, const char* what) const {
     if (s.shape != want || !s.dense()) invalid(source, k, what, " must be dense ", want.str(), ", got ", s.shape.str());
   }
+  static Shape leading(const Shape& s, int n) {
+    Shape r;
+    for (int d = 0; d < n && d < s.ndim(); ++d) r.push_back(s[d]);
+    return r;
+  }
   void same(const Shape& a, const Shape& b) const {
     if (a != b) invalid(source, k, "shapes ", a.str(), " and ", b.str(), " must match");
   }
@@ -172,16 +177,13 @@ struct Validator {
       case StepKind::reduce: {
         count(s, 1, 1), slot(s.in[0], dt), slot(s.out[0], dt), op_below(s.op, 4);
         if (s.i0 < 0 || s.i0 > s.in[0].shape.ndim()) invalid(source, k, "reduces ", s.i0, " of ", s.in[0].shape.ndim(), " dims");
-        Shape lead = s.in[0].shape;
-        lead.resize(s.in[0].shape.ndim() - static_cast<int>(s.i0));
-        same(lead, s.out[0].shape);
+        same(leading(s.in[0].shape, s.in[0].shape.ndim() - static_cast<int>(s.i0)), s.out[0].shape);
         break;
       }
       case StepKind::arg_reduce: {
         count(s, 1, 2), slot(s.in[0], dt), slot(s.out[0], dt), slot(s.out[1], I64);
         if (s.in[0].shape.ndim() < 1) invalid(source, k, "arg_reduce needs at least one dim");
-        Shape lead = s.in[0].shape;
-        lead.resize(lead.ndim() - 1);
+        const Shape lead = leading(s.in[0].shape, s.in[0].shape.ndim() - 1);
         same(lead, s.out[0].shape), same(lead, s.out[1].shape);
         break;
       }
@@ -227,6 +229,30 @@ struct Validator {
         for (std::size_t i = 0; i < s.out.size(); ++i) slot(s.out[i], i == 1 ? I64 : dt);
         pool(s);
         break;
+      case StepKind::conv2d_pool: {
+        if (dt == I64) invalid(source, k, "conv2d_pool needs a floating dtype");
+        count(s, 3, 2);
+        slot(s.in[0], dt), slot(s.in[1], dt), slot(s.in[2], dt, true), slot(s.out[0], dt), slot(s.out[1], dt);
+        Step conv = s;  // the convolution half, checked as a conv2d writing the scratch's first image block
+        conv.kind = StepKind::conv2d;
+        conv.out = {Slot{s.out[1].buf, 0, Shape{s.conv.batch, s.conv.out_channels, s.conv.out_h, s.conv.out_w},
+                         contiguous_strides(Shape{s.conv.batch, s.conv.out_channels, s.conv.out_h, s.conv.out_w})}};
+        if (s.conv.batch < 1) invalid(source, k, "conv2d_pool needs a batch");
+        conv.out[0].shape[0] = s.conv.batch;
+        this->conv(conv);
+        Step pool = s;
+        pool.kind = StepKind::max_pool2d;
+        pool.in = {conv.out[0]};
+        pool.out = {s.out[0]};
+        this->pool(pool);
+        const Slot& sc = s.out[1];
+        if (s.i0 < 1 || sc.shape.ndim() != 4 || sc.shape[0] < s.i0 || sc.shape[0] % s.i0 ||
+            sc.shape[1] != s.conv.out_channels || sc.shape[2] != s.conv.out_h || sc.shape[3] != s.conv.out_w || !sc.dense() ||
+            s.pool.batch != s.conv.batch || s.pool.channels != s.conv.out_channels || s.pool.in_h != s.conv.out_h ||
+            s.pool.in_w != s.conv.out_w)
+          invalid(source, k, "conv2d_pool's scratch or pooling geometry does not match its convolution");
+        break;
+      }
       case StepKind::linear:
         if (dt == I64) invalid(source, k, "linear needs a floating dtype");
         if (s.in.size() == 3) slot(s.in[0], dt), slot(s.in[1], dt), slot(s.in[2], dt, true);

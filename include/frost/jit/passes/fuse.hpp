@@ -5,6 +5,10 @@
 #pragma once
 #include "common.hpp"
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 namespace frost::jit::passes {
 
 /// Activations the conv / linear kernels take as an epilogue.
@@ -54,6 +58,57 @@ inline void fuse_epilogues(FreezeState& st) {
     }
   }
   st.report.push_back("bias + activation epilogues: " + std::to_string(n) + " activations fused into conv/linear");
+}
+
+/// Threads a plan step may use (fixed at freeze time).
+inline int plan_threads() {
+#if defined(_OPENMP)
+  return std::max(1, omp_get_max_threads());
+#else
+  return 1;
+#endif
+}
+
+/// Convolution followed by max pooling of its whole output becomes one step
+/// that pools each few images' conv output while it is in cache: the full
+/// conv output (often the largest activation) is never stored.
+inline void fuse_conv_pool(FreezeState& st) {
+  Graph& g = st.g;
+  int n = 0;
+  for (bool again = true; again;) {
+    again = false;
+    const Uses u(g);
+    for (std::size_t k = 0; k < g.steps.size() && !again; ++k) {
+      Step& p = g.steps[k];
+      if (p.kind != StepKind::conv2d || p.conv.batch < 2) continue;
+      const int x = p.out[0].buf;
+      const Buffer& xb = g.buffers[static_cast<std::size_t>(x)];
+      const auto& rd = u.readers[static_cast<std::size_t>(x)];
+      if (!p.out[0].covers(xb.numel) || rd.empty() || !u.single_use(x, static_cast<int>(k), rd[0])) continue;
+      const Step& q = g.steps[static_cast<std::size_t>(rd[0])];
+      if (q.kind != StepKind::max_pool2d || q.out.size() != 1 || !q.in[0].covers(xb.numel) || q.in[0].shape != p.out[0].shape)
+        continue;
+      // Images per conv call: about 256 output tiles of 2x2, what the Winograd GEMMs like.
+      const std::int64_t tiles = ((p.conv.out_h + 1) / 2) * ((p.conv.out_w + 1) / 2);
+      const std::int64_t images = std::clamp<std::int64_t>(256 / std::max<std::int64_t>(tiles, 1), 1, 8);
+      const int threads = static_cast<int>(std::min<std::int64_t>(plan_threads(), (p.conv.batch + images - 1) / images));
+      Buffer scratch;
+      scratch.dtype = xb.dtype;
+      const Shape ss{threads * images, p.conv.out_channels, p.conv.out_h, p.conv.out_w};
+      scratch.numel = ss.numel();
+      const int sb = g.add_buffer(std::move(scratch));
+      p.kind = StepKind::conv2d_pool;
+      p.pool = q.pool;
+      p.i0 = images;
+      p.out = {q.out[0], Slot{sb, 0, ss, contiguous_strides(ss)}};
+      std::vector<bool> dead(g.steps.size(), false);
+      dead[static_cast<std::size_t>(rd[0])] = true;
+      erase_steps(g, dead);
+      ++n;
+      again = true;
+    }
+  }
+  st.report.push_back("conv + max pool: " + std::to_string(n) + " pairs run image-block by image-block (the conv output is never stored whole)");
 }
 
 /// A unary or binary float step over dense windows of one shape, no broadcasting.
