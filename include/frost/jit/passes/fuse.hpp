@@ -90,7 +90,7 @@ inline void fuse_conv_pool(FreezeState& st) {
         continue;
       // Images per conv call: about 256 output tiles of 2x2, what the Winograd GEMMs like.
       const std::int64_t tiles = ((p.conv.out_h + 1) / 2) * ((p.conv.out_w + 1) / 2);
-      const std::int64_t images = std::clamp<std::int64_t>(256 / std::max<std::int64_t>(tiles, 1), 1, 8);
+      const std::int64_t images = std::clamp<std::int64_t>(1024 / std::max<std::int64_t>(tiles, 1), 1, 16);
       const int threads = static_cast<int>(std::min<std::int64_t>(plan_threads(), (p.conv.batch + images - 1) / images));
       Buffer scratch;
       scratch.dtype = xb.dtype;
