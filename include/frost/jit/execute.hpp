@@ -30,24 +30,53 @@ View<const U> channel_view(const Slot& vec, const Shape& like, Bases b) {
   return {ptr<const U>(vec, b), like, st};
 }
 
-/// y = x W^T + b (or x Wt + b when packed), then the fused activation in place.
+/// y[:, n0:n1] = act(x W[n0:n1]^T + b[n0:n1]) (W packed [K, N]: its columns
+/// n0:n1): the GEMM, then bias and activation while the block is in cache.
 template <class T>
-void run_linear(const Step& s, Bases b) {
+void linear_block(const Step& s, Bases b, std::int64_t n0, std::int64_t n1) {
   Backend<T>& be = backend_for<T>(Device::cpu());
   const Slot &x = s.in[0], &w = s.in[1], &bias = s.in[2], &y = s.out[0];
-  const std::int64_t m = x.shape[0], k = x.shape[1], n = y.shape[1];
+  const std::int64_t m = x.shape[0], k = x.shape[1], n = y.shape[1], nb = n1 - n0;
   const bool ta = x.strides[1] != 1 && m > 1;
-  const std::int64_t lda = ta ? x.strides[1] : x.strides[0];
-  T beta = T(0);
-  if (bias.buf >= 0) {
-    be.copy(View<const T>(ptr<const T>(bias, b), y.shape, Shape{0, bias.strides[0]}), view<T>(y, b));
-    beta = T(1);
+  const std::int64_t lda = std::max<std::int64_t>(ta ? x.strides[1] : x.strides[0], 1);
+  T* yp = ptr<T>(y, b) + n0;
+  if (s.i0) be.gemm(ta, false, m, nb, k, T(1), ptr<const T>(x, b), lda, 0, ptr<const T>(w, b) + n0, n, 0, T(0), yp, n, 0, 1);
+  else be.gemm(ta, true, m, nb, k, T(1), ptr<const T>(x, b), lda, 0, ptr<const T>(w, b) + n0 * w.strides[0],
+               w.strides[0], 0, T(0), yp, n, 0, 1);
+  const T* bp = bias.buf >= 0 ? ptr<const T>(bias, b) + n0 : nullptr;
+  const auto act = static_cast<UnaryOp>(s.op);
+  for (std::int64_t i = 0; i < m; ++i) {
+    T* row = yp + i * n;
+    if (bp)
+      for (std::int64_t j = 0; j < nb; ++j) row[j] += bp[j];
+    if (act == UnaryOp::relu) {
+      for (std::int64_t j = 0; j < nb; ++j) row[j] = row[j] > T(0) ? row[j] : T(0);
+    } else if (act != UnaryOp::copy) {
+      for (std::int64_t j = 0; j < nb; ++j) row[j] = fn::unary(act, row[j], T(0), T(0));
+    }
   }
-  if (s.i0) be.gemm(ta, false, m, n, k, T(1), ptr<const T>(x, b), std::max<std::int64_t>(lda, 1), 0,
-                    ptr<const T>(w, b), n, 0, beta, ptr<T>(y, b), n, 0, 1);
-  else be.gemm(ta, true, m, n, k, T(1), ptr<const T>(x, b), std::max<std::int64_t>(lda, 1), 0, ptr<const T>(w, b),
-               w.strides[0], 0, beta, ptr<T>(y, b), n, 0, 1);
-  if (static_cast<UnaryOp>(s.op) != UnaryOp::copy) be.unary(static_cast<UnaryOp>(s.op), view<const T>(y, b), view<T>(y, b), T(0), T(0));
+}
+
+/// y = act(x W^T + b). A few rows are matrix-vector products, bound by
+/// reading W: the plan splits W's rows over the threads (eager's GEMM keeps
+/// such small products on one core).
+template <class T>
+void run_linear(const Step& s, Bases b) {
+  const std::int64_t m = s.in[0].shape[0], k = s.in[0].shape[1], n = s.out[0].shape[1];
+#if defined(_OPENMP)
+  const int threads = omp_get_max_threads();
+  if (m <= 8 && n >= 64 && n * k >= (std::int64_t{1} << 16) && threads > 1 && !omp_in_parallel()) {
+#pragma omp parallel num_threads(threads)
+    {
+      const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+      const std::int64_t per = (n / nt + 15) / 16 * 16;  // 64-byte aligned blocks of outputs
+      const std::int64_t n0 = std::min(n, t * per), n1 = t + 1 == nt ? n : std::min(n, n0 + per);
+      if (n0 < n1) linear_block<T>(s, b, n0, n1);
+    }
+    return;
+  }
+#endif
+  linear_block<T>(s, b, 0, n);
 }
 
 /// A fused chain: each block of elements goes through every instruction
@@ -96,6 +125,39 @@ void run_elementwise(const Step& s, Bases b) {
       }
     }
   });
+}
+
+/// conv2d. A single image leaves eager's convolution (one image per thread)
+/// on one core; the plan splits its output channels over the threads.
+template <class T>
+void run_conv2d(const Step& s, Bases b) {
+  Backend<T>& be = backend_for<T>(Device::cpu());
+  const Conv2dParams& p = s.conv;
+  const auto act = static_cast<UnaryOp>(s.op);
+  const T* bias = ptr<const T>(s.in[2], b);
+#if defined(_OPENMP)
+  const int threads = omp_get_max_threads();
+  const std::int64_t flops = 2 * p.out_channels * p.out_h * p.out_w * p.in_channels * p.kernel_h * p.kernel_w;
+  if (p.batch == 1 && p.groups == 1 && p.out_channels >= 32 && flops >= (std::int64_t{1} << 22) && threads > 1 &&
+      !omp_in_parallel()) {
+    const std::int64_t per_out = p.in_channels * p.kernel_h * p.kernel_w, hw = p.out_h * p.out_w;
+#pragma omp parallel num_threads(threads)
+    {
+      const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+      const std::int64_t per = (p.out_channels / nt + 7) / 8 * 8;
+      const std::int64_t o0 = std::min(p.out_channels, t * per), o1 = t + 1 == nt ? p.out_channels : std::min(p.out_channels, o0 + per);
+      if (o0 < o1) {
+        Conv2dParams q = p;
+        q.out_channels = o1 - o0;
+        be.conv2d(q, view<const T>(s.in[0], b),
+                  View<const T>(ptr<const T>(s.in[1], b) + o0 * per_out, Shape{o1 - o0, p.in_channels, p.kernel_h, p.kernel_w}),
+                  bias ? bias + o0 : nullptr, View<T>(ptr<T>(s.out[0], b) + o0 * hw, Shape{1, o1 - o0, p.out_h, p.out_w}), act);
+      }
+    }
+    return;
+  }
+#endif
+  be.conv2d(p, view<const T>(s.in[0], b), view<const T>(s.in[1], b), bias, view<T>(s.out[0], b), act);
 }
 
 /// Convolution then max pooling a few images at a time: each thread's conv
@@ -176,9 +238,7 @@ void run_typed(const Step& s, Bases b) {
       // in[0] is the accumulator, the same window as out[0]
       be.scatter_add(out(0), static_cast<int>(s.i0), view<const std::int64_t>(s.in[1], b), in(2));
       break;
-    case StepKind::conv2d:
-      be.conv2d(s.conv, in(0), in(1), ptr<const T>(s.in[2], b), out(0), static_cast<UnaryOp>(s.op));
-      break;
+    case StepKind::conv2d: run_conv2d<T>(s, b); break;
     case StepKind::conv2d_grad_input: be.conv2d_grad_input(s.conv, in(0), in(1), out(0)); break;
     case StepKind::conv2d_grad_weight: be.conv2d_grad_weight(s.conv, in(0), in(1), out(0)); break;
     case StepKind::max_pool2d:
