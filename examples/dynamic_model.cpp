@@ -37,5 +37,9 @@ int main() {
     if (depth < 3) model->add_layer();  // the graph follows on the next call
   }
   for (const auto& name : model->state_dict().keys()) std::cout << "  " << name << "\n";
-  return model->state_dict().size() == 6 ? 0 : 1;
+  // Frozen at its current depth: the plan holds the three layers the loop ran.
+  auto plan = jit::freeze(model, x);
+  const auto report = plan.check(model, x);
+  std::cout << report.str() << "\n";
+  return model->state_dict().size() == 6 && report.ok ? 0 : 1;
 }

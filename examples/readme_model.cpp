@@ -30,4 +30,6 @@ int main() {
   save_safetensors(*model, "net.safetensors");   // features.0.weight, features.1.running_mean, ...
   load_safetensors(*model, "net.safetensors");   // strict: missing/unexpected/mis-shaped keys are listed
   std::remove("net.safetensors");
+  auto plan = jit::freeze(model, x);             // eval-mode trace: batch norm folded, dropout gone
+  return plan.check(model, x).ok ? 0 : 1;        // frozen equals eager
 }
