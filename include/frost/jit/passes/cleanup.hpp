@@ -22,27 +22,20 @@ inline bool identity_copy(const Graph& g, const Step& s) {
 inline void remove_identities(FreezeState& st) {
   Graph& g = st.g;
   int n_dropout = 0, n_copy = 0;
-  for (bool again = true; again;) {
-    again = false;
-    const Uses u(g);
-    for (std::size_t k = 0; k < g.steps.size(); ++k) {
-      const Step& s = g.steps[k];
-      if (!identity_copy(g, s)) continue;
-      const int src = s.in[0].buf, dst = s.out[0].buf;
-      const auto& dw = u.writers[static_cast<std::size_t>(dst)];
-      const auto& sw = u.writers[static_cast<std::size_t>(src)];
-      // dst must be made by this step alone, and src must not change after it.
-      if (dw.size() != 1 || std::any_of(sw.begin(), sw.end(), [&](int w) { return w > static_cast<int>(k); })) continue;
-      if (u.output[static_cast<std::size_t>(dst)] && u.output[static_cast<std::size_t>(src)]) continue;
-      (s.kind == StepKind::dropout ? n_dropout : n_copy)++;
-      alias(g, dst, src, k + 1);
-      std::vector<bool> dead(g.steps.size(), false);
-      dead[k] = true;
-      erase_steps(g, dead);
-      again = true;
-      break;
-    }
-  }
+  rewrite_to_fixpoint(g, [&](const Uses& u, std::size_t k) {
+    const Step& s = g.steps[k];
+    if (!identity_copy(g, s)) return false;
+    const int src = s.in[0].buf, dst = s.out[0].buf;
+    const auto& dw = u.writers[static_cast<std::size_t>(dst)];
+    const auto& sw = u.writers[static_cast<std::size_t>(src)];
+    // dst must be made by this step alone, and src must not change after it.
+    if (dw.size() != 1 || std::any_of(sw.begin(), sw.end(), [&](int w) { return w > static_cast<int>(k); })) return false;
+    if (u.output[static_cast<std::size_t>(dst)] && u.output[static_cast<std::size_t>(src)]) return false;
+    (s.kind == StepKind::dropout ? n_dropout : n_copy)++;
+    alias(g, dst, src, k + 1);
+    erase_step(g, k);
+    return true;
+  });
   st.report.push_back("dropout/identity removal: " + std::to_string(n_dropout) + " dropout, " + std::to_string(n_copy) +
                       " identity copies");
 }

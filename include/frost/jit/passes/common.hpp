@@ -118,6 +118,24 @@ inline void erase_steps(Graph& g, const std::vector<bool>& dead) {
   g.steps.resize(w);
 }
 
+/// Drops step `k`.
+inline void erase_step(Graph& g, std::size_t k) {
+  std::vector<bool> dead(g.steps.size(), false);
+  dead[k] = true;
+  erase_steps(g, dead);
+}
+
+/// Offers each step to `try_at(uses, k)`; after a rewrite (it returns true)
+/// the sweep starts over with fresh uses, until a sweep rewrites nothing.
+template <class F>
+void rewrite_to_fixpoint(Graph& g, F&& try_at) {
+  for (bool again = true; again;) {
+    again = false;
+    const Uses u(g);
+    for (std::size_t k = 0; k < g.steps.size() && !again; ++k) again = try_at(u, k);
+  }
+}
+
 inline bool is_constant(const Graph& g, int buf) {
   return buf >= 0 && g.buffers[static_cast<std::size_t>(buf)].kind == BufferKind::constant;
 }

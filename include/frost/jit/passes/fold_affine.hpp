@@ -127,31 +127,25 @@ inline bool affine_consumer(const FreezeState& st, const Step& m, int x, std::in
 inline void fold_affine(FreezeState& st, bool fold = true) {
   Graph& g = st.g;
   int n_bn = 0, n_const = 0;
-  for (bool again = fold; again;) {
-    again = false;
-    const Uses u(g);
-    for (std::size_t k = 0; k < g.steps.size() && !again; ++k) {
-      Step& p = g.steps[k];
-      if (!affine_producer(g, p)) continue;
-      const int x = p.out[0].buf;
-      const auto& rd = u.readers[static_cast<std::size_t>(x)];
-      if (rd.empty() || !u.single_use(x, static_cast<int>(k), rd[0])) continue;
-      const std::size_t mi = static_cast<std::size_t>(rd[0]);
-      const Step& m = g.steps[mi];
-      const std::int64_t c = p.out[0].shape[1];
-      std::vector<double> scale, shift;
-      if (m.out.empty() || m.out[0].shape != p.out[0].shape || !affine_consumer(st, m, x, c, scale, shift)) continue;
-      const bool bn = m.kind == StepKind::batch_norm;
-      fold_into(st, p, scale, shift);
-      p.out[0] = m.out[0];
-      p.note += std::string(p.note.empty() ? "" : ", ") + (bn ? "batch norm folded" : "constant scale/shift folded");
-      (bn ? n_bn : n_const)++;
-      std::vector<bool> dead(g.steps.size(), false);
-      dead[mi] = true;
-      erase_steps(g, dead);
-      again = true;
-    }
-  }
+  if (fold) rewrite_to_fixpoint(g, [&](const Uses& u, std::size_t k) {
+    Step& p = g.steps[k];
+    if (!affine_producer(g, p)) return false;
+    const int x = p.out[0].buf;
+    const auto& rd = u.readers[static_cast<std::size_t>(x)];
+    if (rd.empty() || !u.single_use(x, static_cast<int>(k), rd[0])) return false;
+    const std::size_t mi = static_cast<std::size_t>(rd[0]);
+    const Step& m = g.steps[mi];
+    const std::int64_t c = p.out[0].shape[1];
+    std::vector<double> scale, shift;
+    if (m.out.empty() || m.out[0].shape != p.out[0].shape || !affine_consumer(st, m, x, c, scale, shift)) return false;
+    const bool bn = m.kind == StepKind::batch_norm;
+    fold_into(st, p, scale, shift);
+    p.out[0] = m.out[0];
+    p.note += std::string(p.note.empty() ? "" : ", ") + (bn ? "batch norm folded" : "constant scale/shift folded");
+    (bn ? n_bn : n_const)++;
+    erase_step(g, mi);
+    return true;
+  });
   int n_prepared = 0;
   for (auto& m : g.steps) {
     if (m.kind != StepKind::batch_norm || m.i0 != 0) continue;

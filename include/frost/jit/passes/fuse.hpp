@@ -21,42 +21,36 @@ inline bool epilogue_act(StepKind producer, UnaryOp op) {
 inline void fuse_epilogues(FreezeState& st) {
   Graph& g = st.g;
   int n = 0;
-  for (bool again = true; again;) {
-    again = false;
-    const Uses u(g);
-    for (std::size_t k = 0; k < g.steps.size() && !again; ++k) {
-      Step& p = g.steps[k];
-      if ((p.kind != StepKind::conv2d && p.kind != StepKind::linear) || static_cast<UnaryOp>(p.op) != UnaryOp::copy)
-        continue;
-      const int x = p.out[0].buf;
-      if (!p.out[0].covers(g.buffers[static_cast<std::size_t>(x)].numel)) continue;
-      const auto& rd = u.readers[static_cast<std::size_t>(x)];
-      if (rd.empty()) continue;
-      const int r = rd[0];
-      const Step& a = g.steps[static_cast<std::size_t>(r)];
-      // In place (relu_ on x) or into a fresh whole buffer.
-      const bool in_place = a.kind == StepKind::unary && a.out[0].buf == x;
-      if (in_place) {
-        const auto& w = u.writers[static_cast<std::size_t>(x)];
-        if (w.size() != 2 || w[0] != static_cast<int>(k) || w[1] != r ||
-            std::any_of(rd.begin(), rd.end(), [&](int j) { return j != r; }))
-          continue;
-      } else if (!u.single_use(x, static_cast<int>(k), r)) {
-        continue;
-      }
-      if (a.kind != StepKind::unary || !epilogue_act(p.kind, static_cast<UnaryOp>(a.op)) ||
-          a.in[0].shape != p.out[0].shape || !a.in[0].covers(g.buffers[static_cast<std::size_t>(x)].numel) ||
-          !a.out[0].covers(g.buffers[static_cast<std::size_t>(a.out[0].buf)].numel) || a.out[0].shape != p.out[0].shape)
-        continue;
-      p.op = a.op;
-      p.out[0] = a.out[0];
-      std::vector<bool> dead(g.steps.size(), false);
-      dead[static_cast<std::size_t>(r)] = true;
-      erase_steps(g, dead);
-      ++n;
-      again = true;
+  rewrite_to_fixpoint(g, [&](const Uses& u, std::size_t k) {
+    Step& p = g.steps[k];
+    if ((p.kind != StepKind::conv2d && p.kind != StepKind::linear) || static_cast<UnaryOp>(p.op) != UnaryOp::copy)
+      return false;
+    const int x = p.out[0].buf;
+    if (!p.out[0].covers(g.buffers[static_cast<std::size_t>(x)].numel)) return false;
+    const auto& rd = u.readers[static_cast<std::size_t>(x)];
+    if (rd.empty()) return false;
+    const int r = rd[0];
+    const Step& a = g.steps[static_cast<std::size_t>(r)];
+    // In place (relu_ on x) or into a fresh whole buffer.
+    const bool in_place = a.kind == StepKind::unary && a.out[0].buf == x;
+    if (in_place) {
+      const auto& w = u.writers[static_cast<std::size_t>(x)];
+      if (w.size() != 2 || w[0] != static_cast<int>(k) || w[1] != r ||
+          std::any_of(rd.begin(), rd.end(), [&](int j) { return j != r; }))
+        return false;
+    } else if (!u.single_use(x, static_cast<int>(k), r)) {
+      return false;
     }
-  }
+    if (a.kind != StepKind::unary || !epilogue_act(p.kind, static_cast<UnaryOp>(a.op)) ||
+        a.in[0].shape != p.out[0].shape || !a.in[0].covers(g.buffers[static_cast<std::size_t>(x)].numel) ||
+        !a.out[0].covers(g.buffers[static_cast<std::size_t>(a.out[0].buf)].numel) || a.out[0].shape != p.out[0].shape)
+      return false;
+    p.op = a.op;
+    p.out[0] = a.out[0];
+    erase_step(g, static_cast<std::size_t>(r));
+    ++n;
+    return true;
+  });
   st.report.push_back("bias + activation epilogues: " + std::to_string(n) + " activations fused into conv/linear");
 }
 
@@ -75,39 +69,33 @@ inline int plan_threads() {
 inline void fuse_conv_pool(FreezeState& st) {
   Graph& g = st.g;
   int n = 0;
-  for (bool again = true; again;) {
-    again = false;
-    const Uses u(g);
-    for (std::size_t k = 0; k < g.steps.size() && !again; ++k) {
-      Step& p = g.steps[k];
-      if (p.kind != StepKind::conv2d || p.conv.batch < 2) continue;
-      const int x = p.out[0].buf;
-      const Buffer& xb = g.buffers[static_cast<std::size_t>(x)];
-      const auto& rd = u.readers[static_cast<std::size_t>(x)];
-      if (!p.out[0].covers(xb.numel) || rd.empty() || !u.single_use(x, static_cast<int>(k), rd[0])) continue;
-      const Step& q = g.steps[static_cast<std::size_t>(rd[0])];
-      if (q.kind != StepKind::max_pool2d || q.out.size() != 1 || !q.in[0].covers(xb.numel) || q.in[0].shape != p.out[0].shape)
-        continue;
-      // Images per conv call: about 256 output tiles of 2x2, what the Winograd GEMMs like.
-      const std::int64_t tiles = ((p.conv.out_h + 1) / 2) * ((p.conv.out_w + 1) / 2);
-      const std::int64_t images = std::clamp<std::int64_t>(1024 / std::max<std::int64_t>(tiles, 1), 1, 16);
-      const int threads = static_cast<int>(std::min<std::int64_t>(plan_threads(), (p.conv.batch + images - 1) / images));
-      Buffer scratch;
-      scratch.dtype = xb.dtype;
-      const Shape ss{threads * images, p.conv.out_channels, p.conv.out_h, p.conv.out_w};
-      scratch.numel = ss.numel();
-      const int sb = g.add_buffer(std::move(scratch));
-      p.kind = StepKind::conv2d_pool;
-      p.pool = q.pool;
-      p.i0 = images;
-      p.out = {q.out[0], Slot{sb, 0, ss, contiguous_strides(ss)}};
-      std::vector<bool> dead(g.steps.size(), false);
-      dead[static_cast<std::size_t>(rd[0])] = true;
-      erase_steps(g, dead);
-      ++n;
-      again = true;
-    }
-  }
+  rewrite_to_fixpoint(g, [&](const Uses& u, std::size_t k) {
+    Step& p = g.steps[k];
+    if (p.kind != StepKind::conv2d || p.conv.batch < 2) return false;
+    const int x = p.out[0].buf;
+    const Buffer& xb = g.buffers[static_cast<std::size_t>(x)];
+    const auto& rd = u.readers[static_cast<std::size_t>(x)];
+    if (!p.out[0].covers(xb.numel) || rd.empty() || !u.single_use(x, static_cast<int>(k), rd[0])) return false;
+    const Step& q = g.steps[static_cast<std::size_t>(rd[0])];
+    if (q.kind != StepKind::max_pool2d || q.out.size() != 1 || !q.in[0].covers(xb.numel) || q.in[0].shape != p.out[0].shape)
+      return false;
+    // Images per conv call: about 256 output tiles of 2x2, what the Winograd GEMMs like.
+    const std::int64_t tiles = ((p.conv.out_h + 1) / 2) * ((p.conv.out_w + 1) / 2);
+    const std::int64_t images = std::clamp<std::int64_t>(1024 / std::max<std::int64_t>(tiles, 1), 1, 16);
+    const int threads = static_cast<int>(std::min<std::int64_t>(plan_threads(), (p.conv.batch + images - 1) / images));
+    Buffer scratch;
+    scratch.dtype = xb.dtype;
+    const Shape ss{threads * images, p.conv.out_channels, p.conv.out_h, p.conv.out_w};
+    scratch.numel = ss.numel();
+    const int sb = g.add_buffer(std::move(scratch));
+    p.kind = StepKind::conv2d_pool;
+    p.pool = q.pool;
+    p.i0 = images;
+    p.out = {q.out[0], Slot{sb, 0, ss, contiguous_strides(ss)}};
+    erase_step(g, static_cast<std::size_t>(rd[0]));
+    ++n;
+    return true;
+  });
   st.report.push_back("conv + max pool: " + std::to_string(n) + " pairs run image-block by image-block (the conv output is never stored whole)");
 }
 

@@ -42,38 +42,34 @@ inline void materialize_outputs(FreezeState& st) {
 /// Elementwise steps whose input dies with them write over it.
 inline int reuse_in_place(Graph& g) {
   int n = 0;
-  for (bool again = true; again;) {
-    again = false;
-    const Uses u(g);
-    for (std::size_t k = 0; k < g.steps.size() && !again; ++k) {
-      const Step& s = g.steps[k];
-      const bool elementwise = s.kind == StepKind::unary || s.kind == StepKind::binary ||
-                               s.kind == StepKind::elementwise || s.kind == StepKind::batch_norm;
-      if (!elementwise || s.dtype == DType::int64) continue;
-      const int y = s.out[0].buf;
-      const Buffer& yb = g.buffers[static_cast<std::size_t>(y)];
-      if (yb.kind != BufferKind::intermediate || !s.out[0].covers(yb.numel) ||
-          u.writers[static_cast<std::size_t>(y)].size() != 1)
+  rewrite_to_fixpoint(g, [&](const Uses& u, std::size_t k) {
+    const Step& s = g.steps[k];
+    const bool elementwise = s.kind == StepKind::unary || s.kind == StepKind::binary ||
+                             s.kind == StepKind::elementwise || s.kind == StepKind::batch_norm;
+    if (!elementwise || s.dtype == DType::int64) return false;
+    const int y = s.out[0].buf;
+    const Buffer& yb = g.buffers[static_cast<std::size_t>(y)];
+    if (yb.kind != BufferKind::intermediate || !s.out[0].covers(yb.numel) || u.writers[static_cast<std::size_t>(y)].size() != 1)
+      return false;
+    // batch norm's other inputs are its constant scale and shift
+    const std::size_t candidates = s.kind == StepKind::batch_norm ? 1 : s.in.size();
+    for (std::size_t i = 0; i < candidates; ++i) {
+      const int x = s.in[i].buf;
+      if (x < 0 || x == y) continue;
+      const Buffer& xb = g.buffers[static_cast<std::size_t>(x)];
+      const auto& rd = u.readers[static_cast<std::size_t>(x)];
+      const auto& wr = u.writers[static_cast<std::size_t>(x)];
+      const auto later = [&](int j) { return j > static_cast<int>(k); };
+      if (xb.kind != BufferKind::intermediate || xb.numel != yb.numel || xb.dtype != yb.dtype ||
+          !s.in[i].covers(xb.numel) || u.output[static_cast<std::size_t>(x)] || std::any_of(rd.begin(), rd.end(), later) ||
+          std::any_of(wr.begin(), wr.end(), later))
         continue;
-      for (std::size_t i = 0; i < s.in.size(); ++i) {
-        const int x = s.in[i].buf;
-        if (x < 0 || x == y) continue;
-        if (s.kind == StepKind::batch_norm && i > 0) break;  // scale / shift are constants
-        const Buffer& xb = g.buffers[static_cast<std::size_t>(x)];
-        const auto& rd = u.readers[static_cast<std::size_t>(x)];
-        const auto& wr = u.writers[static_cast<std::size_t>(x)];
-        if (xb.kind != BufferKind::intermediate || xb.numel != yb.numel || xb.dtype != yb.dtype ||
-            !s.in[i].covers(xb.numel) || u.output[static_cast<std::size_t>(x)] ||
-            std::any_of(rd.begin(), rd.end(), [&](int r) { return r > static_cast<int>(k); }) ||
-            std::any_of(wr.begin(), wr.end(), [&](int w) { return w > static_cast<int>(k); }))
-          continue;
-        alias(g, y, x, k);
-        ++n;
-        again = true;
-        break;
-      }
+      alias(g, y, x, k);
+      ++n;
+      return true;
     }
-  }
+    return false;
+  });
   return n;
 }
 
