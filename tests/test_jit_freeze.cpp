@@ -248,12 +248,35 @@ TEST_CASE("freeze: recurrent and attention layers equal eager") {
   m->eval();
   const auto x = T::randn({3, 7, 6});
   auto plan = jit::freeze(m, x);
-  const auto report = plan.check(m, x);
+  const auto report = plan.check(m, {x}, 1e-5);
   INFO(report.str());
   CHECK(report.ok);
   const auto x2 = T::randn({3, 7, 6});
   const T eager = [&] { InferenceMode im; return m(x2); }();
   CHECK(close(plan.run(x2), eager));
+}
+
+TEST_CASE("jit::Plan::check: every output of a module returning several, and a wrong plan is reported") {
+  struct Two : nn::Module {
+    nn::Linear a = register_module("a", nn::Linear(3, 2));
+    std::vector<T> forward(const T& x, const T& y) { return {a(x).relu(), (x * y).sum({1})}; }
+  };
+  auto m = nn::make<Two>();
+  const auto x = T::randn({4, 3}), y = T::randn({4, 3});
+  auto plan = jit::freeze(m, x, y);
+  const auto ok = plan.check(m, {x, y});
+  CHECK(ok.ok);
+  CHECK(ok.max_abs_diff.size() == 2);
+  // The module changes after freezing: the check sees the difference.
+  {
+    NoGradGuard ng;
+    m->a->weight.add_(1.0f);
+  }
+  const auto stale = plan.check(m, {x, y});
+  CHECK_FALSE(stale.ok);
+  CHECK(stale.max_abs_diff[0] > 0.1);
+  CHECK(stale.max_abs_diff[1] < 1e-6);
+  CHECK(stale.str().find("DIFFERS") != std::string::npos);
 }
 
 TEST_CASE("jit::compile: AdaptiveResNet gives eager's result on inputs taking either branch") {

@@ -234,6 +234,7 @@ class Plan {
   /// Eager (evaluation mode, InferenceMode) against this plan on `inputs`:
   /// the differential check to run before shipping a plan.
   template <class M, class... Rest>
+    requires(std::is_same_v<Rest, Tensor<T>> && ...)
   CheckReport check(M& module, const Tensor<T>& x, const Rest&... rest) const {
     return check_with(module, 1e-4, x, rest...);
   }
@@ -242,18 +243,45 @@ class Plan {
     auto& m = module_ref(module);
     const bool was_training = m.is_training();
     m.eval();
-    Tensor<T> eager;
+    std::vector<Tensor<T>> eager;
     {
       InferenceMode im;
-      eager = call_forward(module, x, rest...);
+      eager = as_outputs(call_forward(module, x, rest...));
     }
     if (was_training) m.train();
     const auto frozen = run_all({x, rest...});
+    FROST_CHECK(eager.size() == frozen.size(), "frost::jit::Plan::check: the module returned ", eager.size(),
+                " outputs, the plan ", frozen.size());
     CheckReport r;
     r.tolerance = tol;
-    const double d = eager.shape() == frozen[0].shape() ? (eager - frozen[0]).abs().max().item() : INFINITY;
-    r.max_abs_diff.push_back(d);
-    r.ok = d <= tol * (1.0 + eager.abs().max().item());
+    for (std::size_t i = 0; i < eager.size(); ++i) {
+      const double d = eager[i].shape() == frozen[i].shape() ? (eager[i] - frozen[i]).abs().max().item() : INFINITY;
+      r.max_abs_diff.push_back(d);
+      r.ok = r.ok && d <= tol * (1.0 + eager[i].abs().max().item());
+    }
+    return r;
+  }
+  /// check with the inputs as a list (one to four of them) and a tolerance
+  /// relative to each output's largest magnitude.
+  template <class M>
+  CheckReport check(M& module, const std::vector<Tensor<T>>& inputs, double tol = 1e-4) const {
+    CheckReport r;
+    bool done = false;
+    auto try_n = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      using Impl = std::remove_reference_t<decltype(module_ref(module))>;
+      if constexpr (requires(Impl& i, const Tensor<T>& t) { i.forward(((void)I, t)...); }) {
+        if (inputs.size() == sizeof...(I)) {
+          r = check_with(module, tol, inputs[I]...);
+          done = true;
+        }
+      }
+    };
+    try_n(std::make_index_sequence<1>{});
+    try_n(std::make_index_sequence<2>{});
+    try_n(std::make_index_sequence<3>{});
+    try_n(std::make_index_sequence<4>{});
+    FROST_CHECK(done, "frost::jit::Plan::check: the module's forward does not take ", inputs.size(),
+                " tensors (the list form takes one to four; call check_with for more)");
     return r;
   }
 
@@ -269,10 +297,12 @@ class Plan {
     else return m;
   }
   template <class M, class... X>
-  static Tensor<T> call_forward(M& m, const X&... x) {
+  static decltype(auto) call_forward(M& m, const X&... x) {
     if constexpr (nn::detail::Holder<M>) return m(x...);
     else return m.forward(x...);
   }
+  static std::vector<Tensor<T>> as_outputs(const Tensor<T>& y) { return {y}; }
+  static std::vector<Tensor<T>> as_outputs(std::vector<Tensor<T>> ys) { return ys; }
 
   void check_inputs(const std::vector<Tensor<T>>& inputs) const {
     FROST_CHECK(inputs.size() == g_.inputs.size(), "frost::jit::Plan::run: expected ", g_.inputs.size(),
