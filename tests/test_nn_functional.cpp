@@ -402,6 +402,30 @@ TEST_CASE("embedding: lookup, accumulated gradient, padding_idx") {
   CHECK(gradcheck([&](const std::vector<TD>& in) { return F::embedding(idx, in[0]); }, {w}));
 }
 
+TEST_CASE("embedding: max_norm renormalises the looked-up rows in place, as torch.embedding_renorm_") {
+  auto w = TF::from({3, 4, 0.3f, 0.4f, 6, 8, 1, 0}, {4, 2});  // row norms 5, 0.5, 10, 1
+  const auto before = w.clone();
+  const auto idx = IndexTensor::from({0, 1, 0, 3}, {4});
+  const auto y = F::embedding(idx, w, std::nullopt, 2.0);
+  // Rows 0 (norm 5) is scaled to norm 2; rows 1 and 3 are within the bound; row 2 was not looked up.
+  const double s = 2.0 / (5.0 + 1e-7);
+  CHECK(w.to_vector()[0] == doctest::Approx(3 * s));
+  CHECK(w.to_vector()[1] == doctest::Approx(4 * s));
+  CHECK((w.narrow(0, 1, 1) - before.narrow(0, 1, 1)).abs().max().item() == 0);
+  CHECK((w.narrow(0, 2, 2) - before.narrow(0, 2, 2)).abs().max().item() == 0);
+  CHECK((y.select(0, 0) - w.select(0, 0)).abs().max().item() == 0);
+  CHECK(y.select(0, 0).norm().item() == doctest::Approx(2.0).epsilon(1e-6));
+  // The layer's option, with the 1-norm.
+  auto emb = nn::Embedding(4, 2, {.max_norm = 1.0, .norm_type = 1.0});
+  {
+    NoGradGuard ng;
+    emb->weight.copy_(before);
+  }
+  emb(IndexTensor::from({2}, {1}));
+  CHECK(emb->weight.select(0, 2).abs().sum().item() == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK_THROWS_WITH_AS(F::embedding(idx, w, std::nullopt, -1.0), doctest::Contains("max_norm must be positive"), Error);
+}
+
 TEST_CASE("nn::functional normalization, dropout, embedding: bad input is a frost::Error naming the op") {
   const auto x = TD::randn({2, 3, 4});
   CHECK_THROWS_WITH_AS(F::batch_norm(TD::randn({1, 3}), TD(), TD(), TD(), TD(), true),

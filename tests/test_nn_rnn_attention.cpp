@@ -542,8 +542,9 @@ TEST_CASE("LSTM, GRU, cells, MultiheadAttention, sdpa: errors name the layer, th
   nn::MultiheadAttentionT<double> mha(8, 2);
   const auto q = TD::zeros({3, 2, 8}), k = TD::zeros({4, 2, 8});
   CHECK_THROWS_WITH_AS(mha(TD::zeros({3, 2, 6}), k, k),
-                       doctest::Contains("expects query [L, N, E], key and value [S, N, E] (or unbatched [L, E], [S, E]) "
-                                         "with E = embed_dim = 8, got shapes [3, 2, 6], [4, 2, 8] and [4, 2, 8]"),
+                       doctest::Contains("expects query [L, N, E], key [S, N, kdim] and value [S, N, vdim] (or "
+                                         "unbatched [L, E], [S, kdim], [S, vdim]) with E = embed_dim = 8, kdim = 8, "
+                                         "vdim = 8, got shapes [3, 2, 6], [4, 2, 8] and [4, 2, 8]"),
                        frost::Error);
   CHECK_THROWS_WITH_AS(mha(q, TD::zeros({4, 3, 8}), TD::zeros({4, 3, 8})), doctest::Contains("got shapes [3, 2, 8], [4, 3, 8]"),
                        frost::Error);

@@ -447,6 +447,15 @@ TEST_CASE("lr_scheduler: OneCycleLR matches PyTorch's rates and momenta") {
     CHECK_THROWS_WITH_AS(sched.step(), doctest::Contains("Tried to step 12 times. The specified number of total steps is 10"),
                          frost::Error);
   }
+  {  // total_steps=None: epochs * steps_per_epoch, the same schedule
+    auto opt = two_groups_sgd(pr);
+    optim::OneCycleLR sched(opt, 0.1, {.epochs = 2, .steps_per_epoch = 5});
+    check_schedule(opt, sched, 10, "onecycle_cos_sgd");
+    auto opt2 = two_groups_sgd(pr);
+    CHECK_THROWS_WITH_AS(optim::OneCycleLR(opt2, 0.1, optim::OneCycleLROptions{.epochs = 3}),
+                         doctest::Contains("You must define either total_steps OR (epochs AND steps_per_epoch)"),
+                         frost::Error);
+  }
   {
     auto opt = two_groups_sgd(pr);
     optim::OneCycleLR sched(opt, std::vector<double>{0.2, 0.1}, 12,

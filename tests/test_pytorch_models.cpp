@@ -57,6 +57,22 @@ TEST_CASE("PyTorch models: MultiheadAttention with a key padding mask reproduces
   check_close(w, io("mha", "weights"), 1e-5, 1e-5);
 }
 
+TEST_CASE("PyTorch models: MultiheadAttention with kdim/vdim, bias_kv, zero attention and both masks") {
+  auto mha = nn::MultiheadAttention(8, 2, {.batch_first = true, .add_bias_kv = true, .add_zero_attn = true, .kdim = 5, .vdim = 6});
+  // PyTorch's names: separate projection weights, bias_k / bias_v, no in_proj_weight.
+  CHECK(mha->state_dict().keys() == std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "bias_k", "bias_v",
+                                 "out_proj.weight", "out_proj.bias"});
+  load_safetensors(*mha, data_path("mha_kv"));
+  mha->eval();
+  auto [out, w] = mha(io("mha_kv", "query"), io("mha_kv", "key"), io("mha_kv", "value"),
+                      {.key_padding_mask = io("mha_kv", "key_padding_mask"), .attn_mask = io("mha_kv", "attn_mask")});
+  check_close(out, io("mha_kv", "output"), 1e-5, 1e-5);
+  check_close(w, io("mha_kv", "weights"), 1e-5, 1e-5);
+  CHECK(w.shape() == Shape{2, 3, 6});  // 4 keys + bias_k + the zero slot
+  CHECK_THROWS_WITH_AS(mha(io("mha_kv", "query"), io("mha_kv", "query"), io("mha_kv", "value")),
+                       doctest::Contains("kdim = 5"), Error);
+}
+
 TEST_CASE("PyTorch models: save_safetensors writes PyTorch's names and dtypes and reloads exactly") {
   manual_seed(5);
   auto a = make_cnn();

@@ -69,4 +69,19 @@ with torch.no_grad():
     save(mha.state_dict(), "mha")
     save({"query": q, "key": k, "value": v, "key_padding_mask": mask.to(torch.float32),
           "output": out, "weights": w}, "mha_io")
+# MultiheadAttention with kdim/vdim (separate projection weights), bias_k /
+# bias_v, a zero attention slot, and both masks.
+mha = nn.MultiheadAttention(8, 2, batch_first=True, kdim=5, vdim=6, add_bias_kv=True, add_zero_attn=True)
+with torch.no_grad():
+    mha.in_proj_bias.uniform_(-0.5, 0.5)
+    mha.out_proj.bias.uniform_(-0.5, 0.5)
+mha.eval()
+q, k, v = torch.randn(2, 3, 8), torch.randn(2, 4, 5), torch.randn(2, 4, 6)
+mask = torch.tensor([[False, False, False, True], [False, True, False, False]])
+attn = torch.randn(3, 4) * 0.5
+with torch.no_grad():
+    out, w = mha(q, k, v, key_padding_mask=mask, attn_mask=attn)
+    save(mha.state_dict(), "mha_kv")
+    save({"query": q, "key": k, "value": v, "key_padding_mask": mask.to(torch.float32), "attn_mask": attn,
+          "output": out, "weights": w}, "mha_kv_io")
 print("wrote", sorted(f for f in os.listdir(DATA) if f.endswith(".safetensors")))

@@ -148,6 +148,8 @@ struct OneCycleLROptions {
   double final_div_factor = 1e4;  ///< min_lr = initial_lr / final_div_factor
   /// Three phases (up, down to initial_lr, anneal to min_lr) instead of two.
   bool three_phase = false;
+  /// PyTorch's total_steps=None form: the schedule spans epochs * steps_per_epoch steps.
+  std::int64_t epochs = 0, steps_per_epoch = 0;
 };
 
 /// The 1cycle policy (Smith & Topin): the rate rises from max_lr/div_factor
@@ -160,6 +162,10 @@ class OneCycleLR : public LRScheduler {
  public:
   OneCycleLR(Optimizer& optimizer, double max_lr, std::int64_t total_steps, const OneCycleLROptions& o = {})
       : OneCycleLR(optimizer, std::vector<double>(optimizer.num_param_groups(), max_lr), total_steps, o) {}
+
+  /// Steps from the options: `OneCycleLR(opt, 0.1, {.epochs = 10, .steps_per_epoch = 100})`.
+  OneCycleLR(Optimizer& optimizer, double max_lr, const OneCycleLROptions& o)
+      : OneCycleLR(optimizer, max_lr, steps_from(o), o) {}
 
   /// One max_lr per param group.
   OneCycleLR(Optimizer& optimizer, const std::vector<double>& max_lrs, std::int64_t total_steps,
@@ -190,6 +196,13 @@ class OneCycleLR : public LRScheduler {
   }
 
  protected:
+  static std::int64_t steps_from(const OneCycleLROptions& o) {
+    FROST_CHECK(o.epochs > 0 && o.steps_per_epoch > 0,
+                "frost::optim::OneCycleLR: You must define either total_steps OR (epochs AND steps_per_epoch); got "
+                "epochs ", o.epochs, " and steps_per_epoch ", o.steps_per_epoch, " (expected positive integers)");
+    return o.epochs * o.steps_per_epoch;
+  }
+
   std::vector<double> get_lr() override {
     FROST_CHECK(last_epoch_ <= total_steps_, "frost::optim::OneCycleLR: Tried to step ", last_epoch_ + 1,
                 " times. The specified number of total steps is ", total_steps_);

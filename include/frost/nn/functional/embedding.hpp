@@ -1,6 +1,8 @@
 // Embedding lookup as a function (frost::nn::functional::embedding), with
-// PyTorch's padding_idx: that row is looked up as usual but gets no gradient.
+// PyTorch's padding_idx (that row is looked up as usual but gets no
+// gradient) and max_norm (looked-up rows renormalised in place first).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -28,9 +30,32 @@ struct EmbeddingOp {
 /// shape): the result has shape indices.shape + [embedding_dim]
 /// (torch.nn.functional.embedding). A `padding_idx` (negative counts from
 /// the end) marks the row that receives no gradient.
+/// PyTorch's max_norm (torch.embedding_renorm_): the rows of `weight` that
+/// `rows` names and whose p-norm exceeds max_norm are scaled, in place, to
+/// norm max_norm (with PyTorch's 1e-7 guard); other rows are left alone.
+template <class T>
+void renorm_rows(const Tensor<T>& weight, const std::vector<std::int64_t>& rows, double max_norm, double norm_type) {
+  FROST_CHECK(max_norm > 0, "frost::nn::functional::embedding: max_norm must be positive, got ", max_norm);
+  std::vector<std::int64_t> unique = rows;
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  if (unique.empty()) return;
+  NoGradGuard ng;
+  const auto n = static_cast<std::int64_t>(unique.size()), dim = weight.size(1);
+  const auto idx = IndexTensor::from(unique, {n});
+  const auto picked = weight.index_select(0, idx);
+  const auto norms = picked.norm(norm_type, {1}, true);
+  // factor 1 for rows within the bound, max_norm / (norm + 1e-7) above it
+  const auto factor = frost::where(norms > T(max_norm), T(max_norm) / (norms + T(1e-7)), Tensor<T>::ones({n, 1}, weight.device()));
+  const auto delta = picked * (factor - T(1));
+  Tensor<T> w = weight;  // a handle on the caller's parameter: updated in place, as PyTorch does
+  w.copy_(w.scatter_add(0, idx.view({n, 1}).expand({n, dim}), delta));
+}
+
 template <FloatScalar T>
 Tensor<T> embedding(const IndexTensor& indices, const Tensor<T>& weight,
-                    std::optional<std::int64_t> padding_idx = std::nullopt) {
+                    std::optional<std::int64_t> padding_idx = std::nullopt,
+                    std::optional<double> max_norm = std::nullopt, double norm_type = 2.0) {
   frost::detail::check_same_device(weight, indices, "embedding");
   FROST_CHECK(weight.dim() == 2, "frost::nn::functional::embedding: weight must be 2-D [num_embeddings, "
                                  "embedding_dim], got shape ", weight.shape().str());
@@ -50,6 +75,7 @@ Tensor<T> embedding(const IndexTensor& indices, const Tensor<T>& weight,
                 "); expected 0 <= index < ", num);
     if (padding_idx) keep[i] = v[i] == *padding_idx ? T(0) : T(1);
   }
+  if (max_norm) renorm_rows(weight, v, *max_norm, norm_type);
   Shape out = indices.shape();
   out.push_back(dim);
   auto y = Tensor<T>::empty(out, weight.device());

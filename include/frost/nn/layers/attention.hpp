@@ -20,6 +20,10 @@ struct MultiheadAttentionOptions {
   double dropout = 0.0;      ///< dropout on the attention weights, in training mode
   bool bias = true;          ///< in_proj_bias and out_proj.bias
   bool batch_first = false;  ///< inputs and output are [N, L, E] instead of [L, N, E]
+  bool add_bias_kv = false;    ///< learned bias_k, bias_v [1, 1, E] appended to the keys and values
+  bool add_zero_attn = false;  ///< a zero key and value appended after the projections
+  std::int64_t kdim = 0;       ///< features of key (0: embed_dim); otherwise separate q/k/v_proj_weight
+  std::int64_t vdim = 0;       ///< features of value (0: embed_dim)
 };
 
 /// Optional arguments of MultiheadAttention's forward (PyTorch's keywords).
@@ -57,22 +61,36 @@ struct MultiheadAttentionOutput {
 /// \endcode
 template <class T>
 struct MultiheadAttentionImpl : ModuleT<T> {
-  std::int64_t embed_dim, num_heads, head_dim;
+  std::int64_t embed_dim, num_heads, head_dim, kdim, vdim;
   MultiheadAttentionOptions options;
-  Tensor<T> in_proj_weight, in_proj_bias;
+  // in_proj_weight [3E, E] when key and value have E features, else
+  // q_proj_weight [E, E], k_proj_weight [E, kdim], v_proj_weight [E, vdim]
+  Tensor<T> in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias, bias_k, bias_v;
   LinearT<T> out_proj;
 
   MultiheadAttentionImpl(std::int64_t embed, std::int64_t heads, const MultiheadAttentionOptions& o = {})
-      : embed_dim(embed), num_heads(heads), head_dim(heads > 0 ? embed / heads : 0), options(o),
-        out_proj(checked(embed, heads, o), embed, o.bias) {
-    in_proj_weight = this->register_parameter("in_proj_weight", init::xavier_uniform_(Tensor<T>::empty({3 * embed, embed})));
+      : embed_dim(embed), num_heads(heads), head_dim(heads > 0 ? embed / heads : 0), kdim(o.kdim > 0 ? o.kdim : embed),
+        vdim(o.vdim > 0 ? o.vdim : embed), options(o), out_proj(checked(embed, heads, o), embed, o.bias) {
+    if (same_embed_dim()) {
+      in_proj_weight = this->register_parameter("in_proj_weight", init::xavier_uniform_(Tensor<T>::empty({3 * embed, embed})));
+    } else {
+      q_proj_weight = this->register_parameter("q_proj_weight", init::xavier_uniform_(Tensor<T>::empty({embed, embed})));
+      k_proj_weight = this->register_parameter("k_proj_weight", init::xavier_uniform_(Tensor<T>::empty({embed, kdim})));
+      v_proj_weight = this->register_parameter("v_proj_weight", init::xavier_uniform_(Tensor<T>::empty({embed, vdim})));
+    }
     if (o.bias) in_proj_bias = this->register_parameter("in_proj_bias", Tensor<T>::zeros({3 * embed}));
+    if (o.add_bias_kv) {
+      bias_k = this->register_parameter("bias_k", init::xavier_normal_(Tensor<T>::empty({1, 1, embed})));
+      bias_v = this->register_parameter("bias_v", init::xavier_normal_(Tensor<T>::empty({1, 1, embed})));
+    }
     this->register_module("out_proj", out_proj);
     if (o.bias) {
       NoGradGuard ng;
       out_proj->bias.zero_();
     }
   }
+
+  bool same_embed_dim() const { return kdim == embed_dim && vdim == embed_dim; }
 
   /// query [L, N, E], key and value [S, N, E] ([N, *, E] batch_first; [L, E]
   /// and [S, E] unbatched).
@@ -83,39 +101,66 @@ struct MultiheadAttentionImpl : ModuleT<T> {
     const int nd = query.dim();
     const bool unbatched = nd == 2;
     FROST_CHECK((nd == 2 || nd == 3) && key.dim() == nd && value.dim() == nd && query.size(-1) == embed_dim &&
-                    key.size(-1) == embed_dim && value.size(-1) == embed_dim && key.shape() == value.shape() &&
-                    (unbatched || query.size(options.batch_first ? 0 : 1) == key.size(options.batch_first ? 0 : 1)),
-                "frost::nn::MultiheadAttention: expects query ", batched_layout("L"), ", key and value ",
-                batched_layout("S"), " (or unbatched [L, E], [S, E]) with E = embed_dim = ", embed_dim,
-                ", got shapes ", query.shape().str(), ", ", key.shape().str(), " and ", value.shape().str());
+                    key.size(-1) == kdim && value.size(-1) == vdim && key.size(0) == value.size(0) &&
+                    (unbatched || (key.size(1) == value.size(1) &&
+                                   query.size(options.batch_first ? 0 : 1) == key.size(options.batch_first ? 0 : 1))),
+                "frost::nn::MultiheadAttention: expects query ", batched_layout("L", "E"), ", key ",
+                batched_layout("S", "kdim"), " and value ", batched_layout("S", "vdim"),
+                " (or unbatched [L, E], [S, kdim], [S, vdim]) with E = embed_dim = ", embed_dim, ", kdim = ", kdim,
+                ", vdim = ", vdim, ", got shapes ", query.shape().str(), ", ", key.shape().str(), " and ",
+                value.shape().str());
     auto seq_first = [&](const Tensor<T>& x) {
       return unbatched ? x.unsqueeze(1) : options.batch_first ? x.transpose(0, 1) : x;
     };
     const auto q = seq_first(query), k = seq_first(key), v = seq_first(value);
-    const std::int64_t L = q.size(0), N = q.size(1), S = k.size(0), E = embed_dim, h = num_heads;
+    const std::int64_t L = q.size(0), N = q.size(1), S0 = k.size(0), E = embed_dim, h = num_heads;
 
     // Projections: self-attention (one tensor for all three) takes one GEMM.
     Tensor<T> qp, kp, vp;
-    if (query.is_same(key) && key.is_same(value)) {
+    auto bias_part = [&](std::int64_t i) { return in_proj_bias.defined() ? in_proj_bias.narrow(0, i * E, E) : Tensor<T>(); };
+    if (!same_embed_dim()) {
+      qp = functional::linear(q, q_proj_weight, bias_part(0));
+      kp = functional::linear(k, k_proj_weight, bias_part(1));
+      vp = functional::linear(v, v_proj_weight, bias_part(2));
+    } else if (query.is_same(key) && key.is_same(value)) {
       auto qkv = functional::linear(q, in_proj_weight, in_proj_bias);
       qp = qkv.narrow(2, 0, E);
       kp = qkv.narrow(2, E, E);
       vp = qkv.narrow(2, 2 * E, E);
     } else {
       auto proj = [&](const Tensor<T>& x, std::int64_t i) {
-        return functional::linear(x, in_proj_weight.narrow(0, i * E, E),
-                                  in_proj_bias.defined() ? in_proj_bias.narrow(0, i * E, E) : Tensor<T>());
+        return functional::linear(x, in_proj_weight.narrow(0, i * E, E), bias_part(i));
       };
       qp = proj(q, 0);
       kp = proj(k, 1);
       vp = proj(v, 2);
     }
+    std::int64_t S = S0;
+    if (options.add_bias_kv) {  // one more key and value: the learned biases
+      kp = frost::cat(std::vector<Tensor<T>>{kp, bias_k.expand({1, N, E})}, 0);
+      vp = frost::cat(std::vector<Tensor<T>>{vp, bias_v.expand({1, N, E})}, 0);
+      ++S;
+    }
     // [len, N, E] -> [N*h, len, head_dim]: batch n, head j is row n*h + j (PyTorch's layout).
     auto heads = [&](const Tensor<T>& x, std::int64_t len) { return x.reshape({len, N * h, head_dim}).transpose(0, 1); };
+    Tensor<T> kh = heads(kp, S), vh = heads(vp, S);
+    if (options.add_zero_attn) {  // and a zero key and value after them
+      const auto zero = Tensor<T>::zeros({N * h, 1, head_dim}, kh.device());
+      kh = frost::cat(std::vector<Tensor<T>>{kh, zero}, 1);
+      vh = frost::cat(std::vector<Tensor<T>>{vh, zero}, 1);
+      ++S;
+    }
+    // The masks cover the given keys; the appended ones are never masked.
+    Tensor<T> m = mask(o, L, S0, N, unbatched);
+    if (m.defined() && S > S0) {
+      Shape pad = m.shape();
+      pad[pad.ndim() - 1] = S - S0;
+      m = frost::cat(std::vector<Tensor<T>>{m, Tensor<T>::zeros(pad, m.device())}, -1);
+    }
 
     const auto [out, weights] = functional::detail::attention(
-        heads(qp, L), heads(kp, S), heads(vp, S), mask(o, L, S, N, unbatched), 1.0 / std::sqrt(double(head_dim)),
-        this->is_training() ? options.dropout : 0.0, nullptr, "nn::MultiheadAttention");
+        heads(qp, L), kh, vh, m, 1.0 / std::sqrt(double(head_dim)), this->is_training() ? options.dropout : 0.0,
+        nullptr, "nn::MultiheadAttention");
     auto y = out_proj(out.transpose(0, 1).reshape({L, N, E}));
     y = unbatched ? y.squeeze(1) : options.batch_first ? y.transpose(0, 1) : y;
     if (!o.need_weights) return {y, {}};
@@ -137,11 +182,14 @@ struct MultiheadAttentionImpl : ModuleT<T> {
                 ") must be divisible by num_heads (", heads, ")");
     FROST_CHECK(o.dropout >= 0 && o.dropout <= 1, "frost::nn::MultiheadAttention: dropout must be in [0, 1], got ",
                 o.dropout);
+    FROST_CHECK(o.kdim >= 0 && o.vdim >= 0, "frost::nn::MultiheadAttention: kdim (", o.kdim, ") and vdim (", o.vdim,
+                ") must be positive (or 0 for embed_dim)");
     return embed;
   }
 
-  std::string batched_layout(const char* len) const {
-    return options.batch_first ? std::string("[N, ") + len + ", E]" : std::string("[") + len + ", N, E]";
+  std::string batched_layout(const char* len, const char* feat) const {
+    return options.batch_first ? std::string("[N, ") + len + ", " + feat + "]"
+                               : std::string("[") + len + ", N, " + feat + "]";
   }
 
   /// attn_mask, the causal mask and key_padding_mask as one additive mask

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "../functional/embedding.hpp"
@@ -12,16 +13,21 @@ namespace frost::nn {
 
 struct EmbeddingOptions {
   std::optional<std::int64_t> padding_idx;
+  std::optional<double> max_norm;  ///< rows looked up with a larger norm are renormalised in place
+  double norm_type = 2.0;          ///< the p of max_norm's p-norm
 };
 
 template <class T>
 struct EmbeddingImpl : ModuleT<T> {
   std::int64_t num_embeddings, embedding_dim;
   std::optional<std::int64_t> padding_idx;
+  std::optional<double> max_norm;
+  double norm_type;
   Tensor<T> weight;
 
   EmbeddingImpl(std::int64_t num, std::int64_t dim, EmbeddingOptions o = {})
-      : num_embeddings(num), embedding_dim(dim), padding_idx(o.padding_idx) {
+      : num_embeddings(num), embedding_dim(dim), padding_idx(o.padding_idx), max_norm(o.max_norm),
+        norm_type(o.norm_type) {
     FROST_CHECK(num > 0 && dim > 0, "frost::nn::Embedding: num_embeddings (", num, ") and embedding_dim (", dim,
                 ") must be positive");
     if (padding_idx) {
@@ -33,11 +39,16 @@ struct EmbeddingImpl : ModuleT<T> {
     if (padding_idx) w.select(0, *padding_idx).zero_();
     weight = this->register_parameter("weight", w);
   }
-  Tensor<T> forward(const IndexTensor& indices) { return functional::embedding(indices, weight, padding_idx); }
+  Tensor<T> forward(const IndexTensor& indices) {
+    return functional::embedding(indices, weight, padding_idx, max_norm, norm_type);
+  }
   std::string type_name() const override { return "Embedding"; }
   std::string extra_repr() const override {
-    return std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim) +
-           (padding_idx ? ", padding_idx=" + std::to_string(*padding_idx) : "");
+    std::ostringstream s;
+    s << num_embeddings << ", " << embedding_dim;
+    if (padding_idx) s << ", padding_idx=" << *padding_idx;
+    if (max_norm) s << ", max_norm=" << *max_norm;
+    return s.str();
   }
 };
 
