@@ -86,7 +86,6 @@ void run_linear(const Step& s, Bases b) {
 template <class T>
 void run_elementwise(const Step& s, Bases b) {
   constexpr std::int64_t kBlock = 256;
-  constexpr int kRegs = 16;
   const std::int64_t n = s.out[0].numel();
   const int n_in = static_cast<int>(s.in.size());
   const T* src[8] = {};
@@ -94,16 +93,16 @@ void run_elementwise(const Step& s, Bases b) {
   T* dst = ptr<T>(s.out[0], b);
   const int result = s.program.back().dst;
   cpu::parallel_for(n, cpu::kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
-    alignas(64) T reg[kRegs][kBlock];
+    alignas(64) T reg[8][kBlock];  // registers 8..15
     for (std::int64_t base = lo; base < hi; base += kBlock) {
       const std::int64_t len = std::min(kBlock, hi - base);
       const T* rp[8];
       for (int i = 0; i < n_in; ++i) rp[i] = src[i] + base;  // inputs are read in place
       for (const auto& in : s.program) {
-        T* out = in.dst == result ? dst + base : reg[in.dst];
-        const T* a = in.a < 8 ? rp[in.a] : reg[in.a];
+        T* out = in.dst == result ? dst + base : reg[in.dst - 8];
+        const T* a = in.a < 8 ? rp[in.a] : reg[in.a - 8];
         if (in.binary) {
-          const T* c = in.b < 8 ? rp[in.b] : reg[in.b];
+          const T* c = in.b < 8 ? rp[in.b] : reg[in.b - 8];
           const auto op = static_cast<BinaryOp>(in.op);
           const T p = T(in.p0);
           switch (op) {
@@ -125,39 +124,6 @@ void run_elementwise(const Step& s, Bases b) {
       }
     }
   });
-}
-
-/// conv2d. A single image leaves eager's convolution (one image per thread)
-/// on one core; the plan splits its output channels over the threads.
-template <class T>
-void run_conv2d(const Step& s, Bases b) {
-  Backend<T>& be = backend_for<T>(Device::cpu());
-  const Conv2dParams& p = s.conv;
-  const auto act = static_cast<UnaryOp>(s.op);
-  const T* bias = ptr<const T>(s.in[2], b);
-#if defined(_OPENMP)
-  const int threads = omp_get_max_threads();
-  const std::int64_t flops = 2 * p.out_channels * p.out_h * p.out_w * p.in_channels * p.kernel_h * p.kernel_w;
-  if (p.batch == 1 && p.groups == 1 && p.out_channels >= 32 && flops >= (std::int64_t{1} << 22) && threads > 1 &&
-      !omp_in_parallel()) {
-    const std::int64_t per_out = p.in_channels * p.kernel_h * p.kernel_w, hw = p.out_h * p.out_w;
-#pragma omp parallel num_threads(threads)
-    {
-      const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-      const std::int64_t per = (p.out_channels / nt + 7) / 8 * 8;
-      const std::int64_t o0 = std::min(p.out_channels, t * per), o1 = t + 1 == nt ? p.out_channels : std::min(p.out_channels, o0 + per);
-      if (o0 < o1) {
-        Conv2dParams q = p;
-        q.out_channels = o1 - o0;
-        be.conv2d(q, view<const T>(s.in[0], b),
-                  View<const T>(ptr<const T>(s.in[1], b) + o0 * per_out, Shape{o1 - o0, p.in_channels, p.kernel_h, p.kernel_w}),
-                  bias ? bias + o0 : nullptr, View<T>(ptr<T>(s.out[0], b) + o0 * hw, Shape{1, o1 - o0, p.out_h, p.out_w}), act);
-      }
-    }
-    return;
-  }
-#endif
-  be.conv2d(p, view<const T>(s.in[0], b), view<const T>(s.in[1], b), bias, view<T>(s.out[0], b), act);
 }
 
 /// Convolution then max pooling a few images at a time: each thread's conv
@@ -238,7 +204,9 @@ void run_typed(const Step& s, Bases b) {
       // in[0] is the accumulator, the same window as out[0]
       be.scatter_add(out(0), static_cast<int>(s.i0), view<const std::int64_t>(s.in[1], b), in(2));
       break;
-    case StepKind::conv2d: run_conv2d<T>(s, b); break;
+    case StepKind::conv2d:
+      be.conv2d(s.conv, in(0), in(1), ptr<const T>(s.in[2], b), out(0), static_cast<UnaryOp>(s.op));
+      break;
     case StepKind::conv2d_grad_input: be.conv2d_grad_input(s.conv, in(0), in(1), out(0)); break;
     case StepKind::conv2d_grad_weight: be.conv2d_grad_weight(s.conv, in(0), in(1), out(0)); break;
     case StepKind::max_pool2d:

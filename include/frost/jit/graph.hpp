@@ -128,6 +128,16 @@ namespace detail {
 /// Bound on any element count, offset or stride a plan file may state.
 inline constexpr std::int64_t kMaxPlanElements = std::int64_t{1} << 40;
 
+/// Element offset of the i-th element (row-major) of a window of `shape` and `strides`.
+inline std::int64_t strided_offset(const Shape& shape, const Shape& strides, std::int64_t i) {
+  std::int64_t off = 0;
+  for (int d = shape.ndim() - 1; d >= 0; --d) {
+    off += (i % shape[d]) * strides[d];
+    i /= shape[d];
+  }
+  return off;
+}
+
 inline std::size_t dtype_size(DType d) { return d == DType::float32 ? 4 : 8; }
 
 inline const char* dtype_short(DType d) {

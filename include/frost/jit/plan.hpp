@@ -361,34 +361,9 @@ class Plan {
     }
   }
 
+  /// The traced graph of a plan file (its constants are "source.b<id>").
   static Graph load_source(const SafetensorsFile& f, const std::string& json) {
-    // Re-read through a name-prefixed view: the source constants are "source.b<id>".
-    std::vector<frost::detail::safetensors::OutEntry> entries;
-    for (const auto& name : f.names()) {
-      if (!name.starts_with("source.")) continue;
-      const auto& info = f.info(name);
-      frost::detail::safetensors::OutEntry e;
-      e.name = name.substr(7);
-      e.dtype = info.dtype == "F32" ? "F32" : info.dtype == "F64" ? "F64" : "I64";
-      e.shape = info.shape;
-      const std::size_t es = info.dtype == "F32" ? 4 : 8;
-      e.data.resize(static_cast<std::size_t>(info.shape.numel()) * es);
-      FROST_CHECK(info.end - info.begin == e.data.size(), "frost::jit::Plan::load: ", f.source(), ": tensor '", name,
-                  "' has dtype ", info.dtype, ", expected F32, F64 or I64");
-      if (info.dtype == "F32") {
-        auto t = f.get<float>(name);
-        std::memcpy(e.data.data(), t.data(), e.data.size());
-      } else if (info.dtype == "F64") {
-        auto t = f.get<double>(name);
-        std::memcpy(e.data.data(), t.data(), e.data.size());
-      } else {
-        auto t = f.get<std::int64_t>(name);
-        std::memcpy(e.data.data(), t.data(), e.data.size());
-      }
-      entries.push_back(std::move(e));
-    }
-    const auto sub = SafetensorsFile::from_bytes(frost::detail::safetensors::serialize(entries, {}), f.source());
-    detail::PlanParts p = detail::plan_from_json(json, sub);
+    detail::PlanParts p = detail::plan_from_json(json, f, "source.");
     // The traced graph is only frozen again (constant folding runs its
     // constant steps), so it is checked like a plan, in its traced form.
     detail::validate_plan(p.g, p.offsets, p.arena_bytes, f.source() + " (traced graph)", /*traced=*/true);

@@ -31,8 +31,10 @@ struct PlanParts {
 
 /// The "frost.plan" metadata JSON of `p` (constants are referenced, not embedded).
 FROST_PLAN_IO_INLINE std::string plan_to_json(const PlanParts& p);
-/// Parses the JSON and takes the constants from `f`; structure only (validate_plan checks safety).
-FROST_PLAN_IO_INLINE PlanParts plan_from_json(const std::string& text, const SafetensorsFile& f);
+/// Parses the JSON and takes the constants from `f` (tensors named prefix + "b<id>"); structure
+/// only (validate_plan checks safety).
+FROST_PLAN_IO_INLINE PlanParts plan_from_json(const std::string& text, const SafetensorsFile& f,
+                                              const std::string& prefix = "");
 
 inline std::string constant_tensor_name(std::size_t buffer) { return "b" + std::to_string(buffer); }
 

@@ -139,7 +139,7 @@ FROST_PLAN_IO_INLINE std::string plan_to_json(const PlanParts& p) {
       .dump();
 }
 
-FROST_PLAN_IO_INLINE PlanParts plan_from_json(const std::string& text, const SafetensorsFile& f) {
+FROST_PLAN_IO_INLINE PlanParts plan_from_json(const std::string& text, const SafetensorsFile& f, const std::string& prefix) {
   using plan_json::json;
   const plan_json::Reader r{f.source()};
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -160,7 +160,7 @@ FROST_PLAN_IO_INLINE PlanParts plan_from_json(const std::string& text, const Saf
     p.offsets.push_back(r.i64_in(r.at(b, "offset"), "offset", -1, kMaxPlanElements));
     if (r.boolean(r.at(b, "data"), "data")) {
       if (x.kind != BufferKind::constant) r.bad("only constants carry data");
-      const std::string tn = constant_tensor_name(g.buffers.size());
+      const std::string tn = prefix + constant_tensor_name(g.buffers.size());
       const SafetensorsInfo& info = f.info(tn);
       if (info.shape != Shape{x.numel}) r.bad("tensor '", tn, "' has shape ", info.shape.str(), ", expected [", x.numel, "]");
       Ref<StorageImpl> st;

@@ -225,11 +225,7 @@ class Tracer final : public frost::detail::TraceHooks {
     const std::size_t es = detail::dtype_size(v.dtype);
     std::vector<unsigned char> out(static_cast<std::size_t>(v.shape.numel()) * es);
     for (std::int64_t i = 0, n = v.shape.numel(); i < n; ++i) {
-      std::int64_t rem = i, off = 0;
-      for (int d = v.shape.ndim() - 1; d >= 0; --d) {
-        off += (rem % v.shape[d]) * v.strides[d];
-        rem /= v.shape[d];
-      }
+      const std::int64_t off = detail::strided_offset(v.shape, v.strides, i);
       std::memcpy(out.data() + static_cast<std::size_t>(i) * es, static_cast<const unsigned char*>(v.data) + off * static_cast<std::int64_t>(es), es);
     }
     return out;

@@ -238,7 +238,6 @@ struct Validator {
         conv.out = {Slot{s.out[1].buf, 0, Shape{s.conv.batch, s.conv.out_channels, s.conv.out_h, s.conv.out_w},
                          contiguous_strides(Shape{s.conv.batch, s.conv.out_channels, s.conv.out_h, s.conv.out_w})}};
         if (s.conv.batch < 1) invalid(source, k, "conv2d_pool needs a batch");
-        conv.out[0].shape[0] = s.conv.batch;
         this->conv(conv);
         Step pool = s;
         pool.kind = StepKind::max_pool2d;

@@ -396,8 +396,48 @@ void conv2d_winograd(const Conv2dParams& p, const T* x, const T* w, const T* bia
 
 template <class T>
 void conv2d(const Conv2dParams& p, const View<const T>& xv, const View<const T>& wv, const T* bias, const View<T>& yv,
+            UnaryOp act);
+
+namespace conv_detail {
+/// A single image gives one-image-per-thread nothing to split: its output
+/// channels are split over the threads instead (each block a convolution of
+/// its own). Returns false when the image is too small to pay for the threads.
+template <class T>
+bool conv2d_split_channels(const Conv2dParams& p, const View<const T>& xv, const View<const T>& wv, const T* bias,
+                           const View<T>& yv, UnaryOp act) {
+#if defined(_OPENMP)
+  const std::int64_t flops = 2 * p.out_channels * p.out_h * p.out_w * p.in_channels * p.kernel_h * p.kernel_w;
+  const int threads = omp_get_max_threads();
+  if (p.batch != 1 || p.groups != 1 || p.out_channels < 32 || flops < (std::int64_t{1} << 22) || threads < 2 ||
+      omp_in_parallel())
+    return false;
+  const std::int64_t per_out = p.in_channels * p.kernel_h * p.kernel_w, hw = p.out_h * p.out_w;
+#pragma omp parallel num_threads(threads)
+  {
+    const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const std::int64_t per = (p.out_channels / nt + 7) / 8 * 8;
+    const std::int64_t o0 = std::min(p.out_channels, t * per);
+    const std::int64_t o1 = t + 1 == nt ? p.out_channels : std::min(p.out_channels, o0 + per);
+    if (o0 < o1) {
+      Conv2dParams q = p;
+      q.out_channels = o1 - o0;
+      cpu::conv2d(q, xv, View<const T>(wv.data + o0 * per_out, Shape{o1 - o0, p.in_channels, p.kernel_h, p.kernel_w}),
+                  bias ? bias + o0 : nullptr, View<T>(yv.data + o0 * hw, Shape{1, o1 - o0, p.out_h, p.out_w}), act);
+    }
+  }
+  return true;
+#else
+  (void)p, (void)xv, (void)wv, (void)bias, (void)yv, (void)act;
+  return false;
+#endif
+}
+}  // namespace conv_detail
+
+template <class T>
+void conv2d(const Conv2dParams& p, const View<const T>& xv, const View<const T>& wv, const T* bias, const View<T>& yv,
             UnaryOp act) {
   using namespace conv_detail;
+  if (conv2d_split_channels(p, xv, wv, bias, yv, act)) return;
   if (p.batch > 0 && use_winograd(p)) return conv2d_winograd(p, xv.data, wv.data, bias, yv.data, act);
   const std::int64_t G = p.groups, Cg = p.in_channels / G, Og = p.out_channels / G;
   const std::int64_t HWi = p.in_h * p.in_w, HWo = p.out_h * p.out_w, Kg = Cg * p.kernel_h * p.kernel_w;

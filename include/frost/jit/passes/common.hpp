@@ -60,14 +60,7 @@ inline int add_constant(FreezeState& st, DType dtype, std::vector<double> v, std
 /// Element offsets (relative to the slot's offset) of every element of `s`, row-major.
 inline std::vector<std::int64_t> element_offsets(const Slot& s) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(s.numel()));
-  for (std::int64_t i = 0; i < s.numel(); ++i) {
-    std::int64_t rem = i, off = 0;
-    for (int d = s.shape.ndim() - 1; d >= 0; --d) {
-      off += (rem % s.shape[d]) * s.strides[d];
-      rem /= s.shape[d];
-    }
-    out[static_cast<std::size_t>(i)] = s.offset + off;
-  }
+  for (std::int64_t i = 0; i < s.numel(); ++i) out[static_cast<std::size_t>(i)] = s.offset + detail::strided_offset(s.shape, s.strides, i);
   return out;
 }
 

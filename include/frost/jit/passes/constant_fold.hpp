@@ -33,6 +33,7 @@ inline void fold_constants(FreezeState& st) {
   Graph& g = st.g;
   const std::size_t nb = g.buffers.size();
   std::vector<bool> blocked(g.steps.size(), false), cand(g.steps.size(), false), cst(nb, false);
+  const Uses u(g);
   for (bool changed = true; changed;) {
     changed = false;
     for (std::size_t b = 0; b < nb; ++b) cst[b] = g.buffers[b].kind == BufferKind::constant;
@@ -49,9 +50,9 @@ inline void fold_constants(FreezeState& st) {
       if (cand[k]) continue;
       for (const auto& o : g.steps[k].out) {
         if (o.buf < 0 || !cst[static_cast<std::size_t>(o.buf)]) continue;
-        for (std::size_t j = 0; j < g.steps.size(); ++j)
-          for (const auto& oo : g.steps[j].out)
-            if (oo.buf == o.buf && cand[j] && !blocked[j]) blocked[j] = changed = true;
+        for (int w : u.writers[static_cast<std::size_t>(o.buf)])
+          if (cand[static_cast<std::size_t>(w)] && !blocked[static_cast<std::size_t>(w)])
+            blocked[static_cast<std::size_t>(w)] = changed = true;
       }
     }
   }
@@ -123,11 +124,7 @@ inline bool guard_holds(const Guard& gd, const Slot& s, DType dtype, const void*
   }
   if (gd.expected.size() != static_cast<std::size_t>(s.numel()) * es) return false;
   for (std::int64_t i = 0; i < s.numel(); ++i) {
-    std::int64_t rem = i, off = s.offset;
-    for (int d = s.shape.ndim() - 1; d >= 0; --d) {
-      off += (rem % s.shape[d]) * s.strides[d];
-      rem /= s.shape[d];
-    }
+    const std::int64_t off = s.offset + detail::strided_offset(s.shape, s.strides, i);
     if (std::memcmp(base + off * static_cast<std::int64_t>(es), gd.expected.data() + static_cast<std::size_t>(i) * es, es) != 0)
       return false;
   }

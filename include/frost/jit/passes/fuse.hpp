@@ -100,13 +100,12 @@ inline void fuse_conv_pool(FreezeState& st) {
 }
 
 /// A unary or binary float step over dense windows of one shape, no broadcasting.
-inline bool fusable(const Graph& g, const Step& s) {
+inline bool fusable(const Step& s) {
   if ((s.kind != StepKind::unary && s.kind != StepKind::binary) || s.dtype == DType::int64) return false;
   const Slot& y = s.out[0];
   if (!y.dense()) return false;
   for (const auto& x : s.in)
     if (x.buf < 0 || x.shape != y.shape || !x.dense()) return false;
-  (void)g;
   return true;
 }
 
@@ -117,12 +116,12 @@ inline void fuse_elementwise(FreezeState& st) {
   std::vector<bool> dead(g.steps.size(), false);
   int n_groups = 0, n_steps = 0;
   for (std::size_t k = 0; k < g.steps.size();) {
-    if (!fusable(g, g.steps[k])) {
+    if (!fusable(g.steps[k])) {
       ++k;
       continue;
     }
     std::size_t e = k;  // the group is steps k..e
-    while (e + 1 < g.steps.size() && e - k + 1 < 8 && fusable(g, g.steps[e + 1])) {
+    while (e + 1 < g.steps.size() && e - k + 1 < 8 && fusable(g.steps[e + 1])) {
       const Step& cur = g.steps[e];
       const Step& nxt = g.steps[e + 1];
       const int r = cur.out[0].buf;
