@@ -316,6 +316,17 @@ TEST_CASE("MultiheadAttention: gradcheck through query, key, value and parameter
         return self(x[0], x[0], x[0], {.is_causal = true}).attn_output;
       },
       {TD::randn({3, 2, 4}), self->in_proj_weight}));
+  // kdim / vdim (separate projections), bias_k / bias_v and the zero slot, under a padding mask.
+  nn::MultiheadAttentionT<double> kv(4, 2, {.add_bias_kv = true, .add_zero_attn = true, .kdim = 3, .vdim = 5});
+  const auto pad = TD::from({0, 1, 0, 0, 0, 1}, {2, 3});
+  CHECK(gradcheck(
+      [&](const std::vector<TD>& x) {
+        kv->q_proj_weight = x[3], kv->k_proj_weight = x[4], kv->v_proj_weight = x[5], kv->bias_k = x[6], kv->bias_v = x[7];
+        auto [out, w] = kv(x[0], x[1], x[2], {.key_padding_mask = pad});
+        return flat({out, w});
+      },
+      {TD::randn({4, 2, 4}), TD::randn({3, 2, 3}), TD::randn({3, 2, 5}), kv->q_proj_weight, kv->k_proj_weight,
+       kv->v_proj_weight, kv->bias_k, kv->bias_v}));
 }
 
 TEST_CASE("scaled_dot_product_attention: plain-loop reference, causal mask, broadcast batch dims, gradcheck") {
