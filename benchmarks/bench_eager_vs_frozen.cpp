@@ -3,9 +3,13 @@
 // ResearchModel, ResearchModelBN, the 784-256-256-10 MLP and AdaptiveResNet
 // at batch 1 and 64. Prints a table of median latency, throughput, peak
 // tensor memory and the frozen/eager ratios; `--json FILE` also writes the
-// rows as a JSON array. Google Benchmark's own flags pass through.
+// rows as a JSON array. `--device cuda` runs both on the GPU (the model
+// moved with module.to, the plan with Plan::to, which replays it as a CUDA
+// Graph); it needs a build with frost::cuda. Google Benchmark's own flags
+// pass through.
 //
 //   build/release/bench_eager_vs_frozen --json eager_vs_frozen.json
+//   build/gpu/bench_eager_vs_frozen --device cuda
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -55,6 +59,13 @@ void warm_batch_norm(M& model, const frost::Shape& input) {
   model->eval();
 }
 
+frost::Device g_device = frost::Device::cpu();
+
+/// Waits for the device's queue, so a timed iteration includes its kernels.
+void wait_for_device() {
+  if (g_device.is_cuda()) frost::cuda::synchronize();
+}
+
 template <class M>
 Case make_case(const std::string& name, M model, frost::Shape input) {
   Case c;
@@ -62,13 +73,18 @@ Case make_case(const std::string& name, M model, frost::Shape input) {
   c.batch = static_cast<int>(input[0]);
   c.x = T::randn(input);
   c.eager = [model](const T& x) { return model(x); };
-  c.plan = std::make_shared<jit::Plan<float>>(jit::freeze(model, c.x));
+  c.plan = std::make_shared<jit::Plan<float>>(jit::freeze(model, c.x));  // traced on the CPU
+  model->to(g_device);
+  c.plan->to(g_device);
+  c.x = c.x.to(g_device);
   {
     frost::InferenceMode im;
     c.eager(c.x);  // warm the allocator's caches first: the peak is the steady state
     c.eager_peak = peak_of([&] { benchmark::DoNotOptimize(c.eager(c.x).data()); });
   }
   c.plan->run(c.x);
+  c.plan->run(c.x);  // on CUDA the second run captures the graph
+  wait_for_device();
   const auto run_peak = peak_of([&] { benchmark::DoNotOptimize(c.plan->run(c.x).data()); });
   c.frozen_peak = c.plan->arena_bytes() + run_peak;  // the workspace it holds plus anything a run allocates
   return c;
@@ -118,8 +134,14 @@ int main(int argc, char** argv) {
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
+    else if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) g_device = std::strcmp(argv[++i], "cuda") == 0 ? frost::Device::cuda() : frost::Device::cpu();
     else args.push_back(argv[i]);
   }
+  if (g_device.is_cuda() && !frost::cuda::is_available()) {
+    std::printf("skipped: no CUDA device (or this build lacks frost::cuda)\n");
+    return 0;
+  }
+  std::printf("device: %s\n", g_device.is_cuda() ? frost::cuda::device_name().c_str() : "cpu");
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
 
@@ -128,13 +150,17 @@ int main(int argc, char** argv) {
     const double min_time = c.batch == 1 ? 0.05 : 0.15;
     benchmark::RegisterBenchmark(key(c, "eager").c_str(), [&c](benchmark::State& st) {
       frost::InferenceMode im;
-      for (auto _ : st) benchmark::DoNotOptimize(c.eager(c.x).data());
+      for (auto _ : st) {
+        benchmark::DoNotOptimize(c.eager(c.x).data());
+        wait_for_device();
+      }
     })->Unit(benchmark::kMicrosecond)->MinTime(min_time)->Repetitions(5)->ReportAggregatesOnly(true);
     benchmark::RegisterBenchmark(key(c, "frozen").c_str(), [&c](benchmark::State& st) {
       std::vector<T> out;
       for (auto _ : st) {
         c.plan->run_into({c.x}, out);
         benchmark::DoNotOptimize(out[0].data());
+        wait_for_device();
         out.clear();
       }
     })->Unit(benchmark::kMicrosecond)->MinTime(min_time)->Repetitions(5)->ReportAggregatesOnly(true);
@@ -156,7 +182,8 @@ int main(int argc, char** argv) {
       rows.push_back({{"model", c.model}, {"batch", c.batch}, {"mode", mode}, {"median_ms", secs * 1e3},
                       {"items_per_s", c.batch / secs}, {"peak_bytes", peak}});
   }
-  std::printf("(speedup = eager / frozen median latency; mem ratio = frozen / eager peak tensor bytes per call)\n");
+  std::printf("(%s; speedup = eager / frozen median latency; mem ratio = frozen / eager peak tensor bytes per call)\n",
+              g_device.str().c_str());
   if (!json_path.empty()) {
     std::ofstream(json_path) << rows.dump(2) << "\n";
     std::printf("wrote %s\n", json_path.c_str());

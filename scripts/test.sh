@@ -21,7 +21,7 @@ if [[ $sanitize -eq 1 ]]; then
   cmake -S . -B "$build" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
-    -DFROST_SANITIZE=ON \
+    -DFROST_SANITIZE=ON -DFROST_WITH_CUDA=OFF \
     -DFROST_BUILD_TESTS=ON -DFROST_BUILD_EXAMPLES=ON -DFROST_BUILD_BENCHMARKS=OFF
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

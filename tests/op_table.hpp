@@ -296,6 +296,11 @@ struct Idx {
   Shape shape;
   std::vector<std::int64_t> v;
   IndexTensor t() const { return IndexTensor::from(v, shape); }
+  /// On `like`'s device (the CUDA parity run moves the rows' inputs).
+  template <class T>
+  IndexTensor t(const Tensor<T>& like) const {
+    return t().to(like.device());
+  }
 };
 
 inline Arr index_selected(const Arr& x, std::int64_t dim, const Idx& idx) {

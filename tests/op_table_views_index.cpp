@@ -21,7 +21,10 @@ const Idx kSelEveryOther{{6}, {2, 7, 0, 7, 2, 7}};         // every second entry
 const Idx kGather1T{{2, 3}, {0, 2, 1, 3, 2, 0}};            // transposed, kGather1
 
 /// `idx` with every second entry along dim 0, as a strided view.
-IndexTensor every_other(const Idx& idx) { return idx.t().slice(0, 0, idx.shape[0], 2); }
+template <class T>
+IndexTensor every_other(const Idx& idx, const Tensor<T>& like) {
+  return idx.t(like).slice(0, 0, idx.shape[0], 2);
+}
 
 }  // namespace
 
@@ -108,20 +111,20 @@ std::vector<Row> views_index_rows() {
       row("chunk", {{2, 3}}, u, FN(x[0].chunk(4, -1)[1]), REF(sliced(x[0], 1, 1, 1))).layout({kS}).with_note("more chunks than elements"),
 
       // ---- indexing ----------------------------------------------------------------------
-      row("index_select", {{4, 3}}, u, FN(x[0].index_select(0, kSel.t())), REF(index_selected(x[0], 0, kSel))),
-      row("index_select", {{3, 4}}, u, FN(x[0].index_select(1, kSelOne.t())), REF(index_selected(x[0], 1, kSelOne))),
-      row("index_select", {{2, 3, 4}}, u, FN(x[0].index_select(-1, kSelLast.t())), REF(index_selected(x[0], 2, kSelLast))),
-      row("index_select", {{3, 4}}, u, FN(x[0].index_select(0, kSel.t())), REF(index_selected(x[0], 0, kSel))).layout({kT}),
-      row("index_select", {{3, 4}}, u, FN(x[0].index_select(0, every_other(kSelEveryOther))), REF(index_selected(x[0], 0, kSel)))
+      row("index_select", {{4, 3}}, u, FN(x[0].index_select(0, kSel.t(x[0]))), REF(index_selected(x[0], 0, kSel))),
+      row("index_select", {{3, 4}}, u, FN(x[0].index_select(1, kSelOne.t(x[0]))), REF(index_selected(x[0], 1, kSelOne))),
+      row("index_select", {{2, 3, 4}}, u, FN(x[0].index_select(-1, kSelLast.t(x[0]))), REF(index_selected(x[0], 2, kSelLast))),
+      row("index_select", {{3, 4}}, u, FN(x[0].index_select(0, kSel.t(x[0]))), REF(index_selected(x[0], 0, kSel))).layout({kT}),
+      row("index_select", {{3, 4}}, u, FN(x[0].index_select(0, every_other(kSelEveryOther, x[0]))), REF(index_selected(x[0], 0, kSel)))
           .with_note("strided index"),
-      row("gather", {{3, 4}}, u, FN(x[0].gather(1, kGather1.t())), REF(gathered(x[0], 1, kGather1))),
-      row("gather", {{3, 4}}, u, FN(x[0].gather(0, kGather0.t())), REF(gathered(x[0], 0, kGather0))),
-      row("gather", {{3, 4}}, u, FN(x[0].gather(1, kGatherSmall.t())), REF(gathered(x[0], 1, kGatherSmall))).layout({kT}),
-      row("gather", {{2, 3, 2}}, u, FN(x[0].gather(-1, kGather3.t())), REF(gathered(x[0], 2, kGather3))),
-      row("gather", {{3, 4}}, u, FN(x[0].gather(1, kGather1T.t().t())), REF(gathered(x[0], 1, kGather1))).with_note("transposed index"),
-      row("scatter_add", {{3, 4}, {2, 4}}, u, FN(x[0].scatter_add(0, kScatter0.t(), x[1])), REF(scatter_added(x[0], 0, kScatter0, x[1]))),
-      row("scatter_add", {{2, 5}, {2, 4}}, u, FN(x[0].scatter_add(1, kScatter1.t(), x[1])), REF(scatter_added(x[0], 1, kScatter1, x[1]))).with_note("src larger than index"),
-      row("scatter_add", {{3, 4}, {2, 4}}, u, FN(x[0].scatter_add(0, kScatter0.t(), x[1])), REF(scatter_added(x[0], 0, kScatter0, x[1]))).layout({kT, kS}),
+      row("gather", {{3, 4}}, u, FN(x[0].gather(1, kGather1.t(x[0]))), REF(gathered(x[0], 1, kGather1))),
+      row("gather", {{3, 4}}, u, FN(x[0].gather(0, kGather0.t(x[0]))), REF(gathered(x[0], 0, kGather0))),
+      row("gather", {{3, 4}}, u, FN(x[0].gather(1, kGatherSmall.t(x[0]))), REF(gathered(x[0], 1, kGatherSmall))).layout({kT}),
+      row("gather", {{2, 3, 2}}, u, FN(x[0].gather(-1, kGather3.t(x[0]))), REF(gathered(x[0], 2, kGather3))),
+      row("gather", {{3, 4}}, u, FN(x[0].gather(1, kGather1T.t(x[0]).t())), REF(gathered(x[0], 1, kGather1))).with_note("transposed index"),
+      row("scatter_add", {{3, 4}, {2, 4}}, u, FN(x[0].scatter_add(0, kScatter0.t(x[0]), x[1])), REF(scatter_added(x[0], 0, kScatter0, x[1]))),
+      row("scatter_add", {{2, 5}, {2, 4}}, u, FN(x[0].scatter_add(1, kScatter1.t(x[0]), x[1])), REF(scatter_added(x[0], 1, kScatter1, x[1]))).with_note("src larger than index"),
+      row("scatter_add", {{3, 4}, {2, 4}}, u, FN(x[0].scatter_add(0, kScatter0.t(x[0]), x[1])), REF(scatter_added(x[0], 0, kScatter0, x[1]))).layout({kT, kS}),
       row("one_hot", {{4}}, ints(0, 3), FN(as_values(x, frost::one_hot(as_index(x[0]), 5))), REF(one_hot_ref(x[0], 5))).no_grad(),
       row("one_hot", {{2, 3}}, ints(0, 3), FN(as_values(x, frost::one_hot(as_index(x[0])))), REF(one_hot_ref(x[0], -1))).no_grad().with_note("inferred classes"),
       row("one_hot", {{3, 2}}, ints(0, 2), FN(as_values(x, frost::one_hot(as_index(x[0]), 3))), REF(one_hot_ref(x[0], 3))).no_grad().layout({kT}),

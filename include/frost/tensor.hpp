@@ -237,6 +237,11 @@ class Tensor {
   /// A copy with element type U (no gradient flows across a cast).
   template <class U>
   Tensor<U> to() const;
+  /// This tensor on device `d` (itself when already there); gradients flow
+  /// back across the move. CUDA needs the frost::cuda CMake target.
+  Tensor to(Device d) const;
+  Tensor cpu() const { return to(Device::cpu()); }
+  Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
 
  private:
   int dim_() const { return impl_->shape.ndim(); }

@@ -19,18 +19,19 @@ T Tensor<T>::item(frost::detail::SourceLocation loc) const {
   detail::check_defined(*this, "item");
   FROST_CHECK(numel() == 1, "frost::item: a tensor with ", numel(), " elements (shape ", shape().str(),
               ") cannot be converted to a scalar; expected exactly one element");
-  FROST_CHECK(device().is_cpu(), "frost::item: tensor is on ", device().str(), "; copy it to the CPU first");
   if (detail::tracing()) detail::trace_hooks->on_host_read(detail::raw_view(*this), detail::HostRead::item, &loc);
-  return *data();
+  if (device().is_cpu()) return *data();
+  T v{};
+  detail::read_to_host(*this, &v);  // waits for the device
+  return v;
 }
 
 template <class T>
 std::vector<T> Tensor<T>::to_vector(frost::detail::SourceLocation loc) const {
   detail::check_defined(*this, "to_vector");
-  FROST_CHECK(device().is_cpu(), "frost::to_vector: tensor is on ", device().str(), "; copy it to the CPU first");
   if (detail::tracing()) detail::trace_hooks->on_host_read(detail::raw_view(*this), detail::HostRead::to_vector, &loc);
   std::vector<T> out(static_cast<std::size_t>(numel()));
-  cpu_backend<T>().copy(view_of(), View<T>(out.data(), shape()));
+  detail::read_to_host(*this, out.data());
   return out;
 }
 
@@ -39,9 +40,11 @@ Tensor<T>::operator bool() const {
   detail::check_defined(*this, "operator bool");
   FROST_CHECK(numel() == 1, "frost::operator bool: a tensor with ", numel(), " elements (shape ", shape().str(),
               ") is ambiguous as a condition; reduce it to one element first (e.g. .sum() > 0)");
-  FROST_CHECK(device().is_cpu(), "frost::operator bool: tensor is on ", device().str(), "; copy it to the CPU first");
   if (detail::tracing()) detail::trace_hooks->on_host_read(detail::raw_view(*this), detail::HostRead::condition, nullptr);
-  return *data() != T(0);
+  if (device().is_cpu()) return *data() != T(0);
+  T v{};
+  detail::read_to_host(*this, &v);
+  return v != T(0);
 }
 
 template <class T>
@@ -207,11 +210,14 @@ Tensor<T>& Tensor<T>::fill_(T value) {
 
 template <class T>
 Tensor<T>& Tensor<T>::copy_(const Tensor& src) {
-  detail::check_same_device(*this, src, "copy_");
+  detail::check_defined(*this, "copy_");
+  detail::check_defined(src, "copy_");
   FROST_CHECK(broadcast_shapes(shape(), src.shape(), "copy_") == shape(), "frost::copy_: source of shape ",
               src.shape().str(), " does not broadcast to the destination's shape ", shape().str());
   FROST_CHECK(!(is_grad_enabled() && (requires_grad() || src.requires_grad())), "frost::copy_: tensors that require grad (",
               shape().str(), " <- ", src.shape().str(), ") cannot be copied in place under autograd; use NoGradGuard");
+  // Across devices (as PyTorch's dst.copy_(src)): move the source first.
+  if (src.device() != device()) return copy_(src.detach().to(device()));
   backend_for<T>(device()).copy(detail::broadcast_view(src, shape()), view_of());
   detail::bump_version(*this);
   return *this;
@@ -224,12 +230,12 @@ Tensor<U> Tensor<T>::to() const {
   if constexpr (std::is_same_v<T, U>) {
     return *this;
   } else {
-    FROST_CHECK(device().is_cpu(), "frost::to: dtype conversion of a tensor on ", device().str(),
-                " needs it on the CPU first");
-    const auto v = contiguous().to_vector();
+    // Converted on the host (a host read, so a trace guards on it): casts
+    // are rare, and the result moves back to x's device.
+    const std::vector<T> v = to_vector();
     auto y = Tensor<U>::empty(shape());
     for (std::size_t i = 0; i < v.size(); ++i) y.data()[i] = static_cast<U>(v[i]);
-    return y;
+    return y.to(device());
   }
 }
 

@@ -10,6 +10,7 @@
 #include "../core/dtype.hpp"
 #include "../core/error.hpp"
 #include "../core/functors.hpp"
+#include "../core/optim_step.hpp"
 #include "../core/philox.hpp"
 #include "../core/storage.hpp"
 #include "view.hpp"
@@ -46,6 +47,17 @@ struct Pool2dParams {
   bool count_include_pad = true;                // average pooling: padding zeros count in the divisor
   std::int64_t divisor_override = 0;            // average pooling: > 0 replaces the divisor
 };
+
+/// One instruction of a fused elementwise chain (frozen plans build these):
+/// registers 0..7 are the chain's inputs, 8..15 its intermediate results.
+struct FusedInstr {
+  bool binary = false;
+  std::uint8_t op = 0;  // UnaryOp or BinaryOp
+  std::uint8_t a = 0, b = 0, dst = 0;
+  double p0 = 0, p1 = 0;
+};
+/// The longest chain a fused kernel runs.
+inline constexpr int kMaxFusedInstrs = 16;
 
 /// Kernels for element type T on one device kind.
 template <class T>
@@ -139,6 +151,43 @@ struct Backend {
     (void)p, (void)dy, (void)dx;
     unsupported("avg_pool2d_backward");
   }
+
+  // Frozen plans' fused kernels.
+
+  /// A fused elementwise chain over n dense elements: each instruction reads
+  /// registers (inputs[0..n_inputs) as 0.., results as 8..) and the last one
+  /// writes y. At most kMaxFusedInstrs instructions.
+  virtual void fused_elementwise(const FusedInstr* prog, int n_instrs, const T* const* inputs, int n_inputs, T* y,
+                                 std::int64_t n) = 0;
+  /// y = act(y + bias[(i / inner) % channels]) in place over y's n dense
+  /// elements: a linear (inner 1) or convolution (inner H*W) epilogue; bias
+  /// may be null, act is any parameterless UnaryOp (copy for none).
+  virtual void bias_act(T* y, std::int64_t n, const T* bias, std::int64_t channels, std::int64_t inner, UnaryOp act) = 0;
+
+  /// y[m, n] = act(x op(w) + bias[n]): a frozen plan's linear step on a
+  /// device. x is [m, k] row-major with leading dim ldx (trans_x: stored
+  /// [k, m]); w is [n, k] with leading dim ldw or, packed, [k, n]; bias may be
+  /// null. A backend may run it as one fused GEMM; by default it is a GEMM
+  /// then bias_act.
+  virtual void linear(std::int64_t m, std::int64_t n, std::int64_t k, const T* x, std::int64_t ldx, bool trans_x,
+                      const T* w, std::int64_t ldw, bool packed, const T* bias, T* y, UnaryOp act) {
+    gemm(trans_x, !packed, m, n, k, T(1), x, ldx, 0, w, ldw, 0, T(0), y, n, 0, 1);
+    if (bias || act != UnaryOp::copy) bias_act(y, m * n, bias, n, 1, act);
+  }
+
+  /// One optimizer step over n contiguous elements: optim_step::apply for
+  /// each i, fused into one pass (state buffers per OptimStep, null if unused).
+  virtual void optimizer_step(const OptimStep<T>& o, T* p, const T* g, T* s0, T* s1, T* s2, std::int64_t n) = 0;
+
+  // Moving bytes between the host and this device. The CPU backend's are
+  // plain copies; a device backend's are synchronous with its stream.
+
+  /// n elements from host memory into this device's memory.
+  virtual void copy_from_host(const T* host, T* dev, std::int64_t n) = 0;
+  /// n elements from this device's memory into host memory (waits for the device).
+  virtual void copy_to_host(const T* dev, T* host, std::int64_t n) = 0;
+  /// Waits until the work queued on this device has finished.
+  virtual void synchronize() {}
 
  protected:
   [[noreturn]] void unsupported(const char* op) const {

@@ -14,10 +14,10 @@
 namespace frost {
 
 /// Allocates device memory for storages of a non-CPU device (registered by
-/// the CUDA backend).
+/// the CUDA backend). `d` says which device of the backend's kind.
 struct DeviceAllocator {
   virtual ~DeviceAllocator() = default;
-  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void* allocate(std::size_t bytes, Device d) = 0;
   virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
 };
 
@@ -51,7 +51,7 @@ struct StorageImpl : RefCounted {
     s->allocator = alloc;
     s->nbytes = nbytes;
     try {
-      s->data = alloc->allocate(nbytes);
+      s->data = alloc->allocate(nbytes, d);
     } catch (...) {
       s->~StorageImpl();
       detail::pool_free(s, sizeof(StorageImpl));

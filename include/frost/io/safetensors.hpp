@@ -249,9 +249,7 @@ struct OutEntry {
 template <Scalar T>
 OutEntry out_entry(const std::string& name, const Tensor<T>& t) {
   FROST_CHECK(t.defined(), "frost::save_safetensors: tensor '", name, "' is undefined");
-  FROST_CHECK(t.device().is_cpu(), "frost::save_safetensors: tensor '", name, "' (shape ", t.shape().str(), ") is on ",
-              t.device().str(), "; copy it to the CPU first");
-  const Tensor<T> c = t.detach().contiguous();
+  const Tensor<T> c = t.detach().cpu().contiguous();  // a device tensor is copied to the host first
   OutEntry e{name, dtype_string<T>(), c.shape(), std::vector<std::uint8_t>(static_cast<std::size_t>(c.numel()) * sizeof(T))};
   if (!e.data.empty()) std::memcpy(e.data.data(), c.data(), e.data.size());
   return e;

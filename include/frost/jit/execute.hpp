@@ -79,59 +79,32 @@ void run_linear(const Step& s, Bases b) {
   linear_block<T>(s, b, 0, n);
 }
 
-/// A fused chain: each block of elements goes through every instruction
-/// while it sits in registers (small stack arrays), one pass over memory.
-/// Registers below 8 are the step's inputs, read in place; the last
-/// instruction writes the output.
+/// A fused chain: the backend's fused kernel over the step's dense windows.
 template <class T>
-void run_elementwise(const Step& s, Bases b) {
-  constexpr std::int64_t kBlock = 256;
-  const std::int64_t n = s.out[0].numel();
-  const int n_in = static_cast<int>(s.in.size());
+void run_elementwise(Backend<T>& be, const Step& s, Bases b) {
   const T* src[8] = {};
-  for (int i = 0; i < n_in; ++i) src[i] = ptr<const T>(s.in[static_cast<std::size_t>(i)], b);
-  T* dst = ptr<T>(s.out[0], b);
-  const int result = s.program.back().dst;
-  cpu::parallel_for(n, cpu::kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
-    alignas(64) T reg[8][kBlock];  // registers 8..15
-    for (std::int64_t base = lo; base < hi; base += kBlock) {
-      const std::int64_t len = std::min(kBlock, hi - base);
-      const T* rp[8];
-      for (int i = 0; i < n_in; ++i) rp[i] = src[i] + base;  // inputs are read in place
-      for (const auto& in : s.program) {
-        T* out = in.dst == result ? dst + base : reg[in.dst - 8];
-        const T* a = in.a < 8 ? rp[in.a] : reg[in.a - 8];
-        if (in.binary) {
-          const T* c = in.b < 8 ? rp[in.b] : reg[in.b - 8];
-          const auto op = static_cast<BinaryOp>(in.op);
-          const T p = T(in.p0);
-          switch (op) {
-            case BinaryOp::add: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] + c[i]; break;
-            case BinaryOp::mul: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] * c[i]; break;
-            case BinaryOp::sub: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] - c[i]; break;
-            default: for (std::int64_t i = 0; i < len; ++i) out[i] = fn::binary(op, a[i], c[i], p);
-          }
-        } else {
-          const auto op = static_cast<UnaryOp>(in.op);
-          const T p0 = T(in.p0), p1 = T(in.p1);
-          switch (op) {
-            case UnaryOp::relu: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] > T(0) ? a[i] : T(0); break;
-            case UnaryOp::add_scalar: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] + p0; break;
-            case UnaryOp::mul_scalar: for (std::int64_t i = 0; i < len; ++i) out[i] = a[i] * p0; break;
-            default: for (std::int64_t i = 0; i < len; ++i) out[i] = fn::unary(op, a[i], p0, p1);
-          }
-        }
-      }
-    }
-  });
+  for (std::size_t i = 0; i < s.in.size() && i < 8; ++i) src[i] = ptr<const T>(s.in[i], b);
+  be.fused_elementwise(s.program.data(), static_cast<int>(s.program.size()), src, static_cast<int>(s.in.size()),
+                       ptr<T>(s.out[0], b), s.out[0].numel());
+}
+
+/// linear on a device: the backend's fused linear (cuBLASLt's bias and ReLU
+/// epilogues on CUDA) over the whole batch.
+template <class T>
+void run_linear_device(Backend<T>& be, const Step& s, Bases b) {
+  const Slot &x = s.in[0], &w = s.in[1], &bias = s.in[2], &y = s.out[0];
+  const std::int64_t m = x.shape[0], k = x.shape[1], n = y.shape[1];
+  const bool ta = x.strides[1] != 1 && m > 1;
+  const std::int64_t lda = std::max<std::int64_t>(ta ? x.strides[1] : x.strides[0], 1);
+  be.linear(m, n, k, ptr<const T>(x, b), lda, ta, ptr<const T>(w, b), s.i0 ? n : w.strides[0], s.i0 != 0,
+            ptr<const T>(bias, b), ptr<T>(y, b), static_cast<UnaryOp>(s.op));
 }
 
 /// Convolution then max pooling a few images at a time: each thread's conv
 /// output lives in its slice of the scratch window (out[1], [threads * k, C,
 /// H, W]) and is pooled while in cache; the full conv output never exists.
 template <class T>
-void run_conv_pool(const Step& s, Bases b) {
-  Backend<T>& be = backend_for<T>(Device::cpu());
+void run_conv_pool(Backend<T>& be, const Step& s, Bases b) {
   const Slot& scratch = s.out[1];
   const std::int64_t batch = s.conv.batch, per_image_x = s.conv.in_channels * s.conv.in_h * s.conv.in_w;
   const std::int64_t per_image_c = s.conv.out_channels * s.conv.out_h * s.conv.out_w;
@@ -158,6 +131,13 @@ void run_conv_pool(const Step& s, Bases b) {
                     View<std::int64_t>(nullptr, Shape{m, pp.channels, pp.out_h, pp.out_w}));
     }
   };
+  if (!be.device().is_cpu()) {  // a device runs the chunks in order, reusing the scratch
+    for (std::int64_t n = 0; n < batch; n += k * threads) {
+      const std::int64_t hi = std::min(batch, n + k * threads);
+      for (std::int64_t c = n, t = 0; c < hi; c += k, ++t) work(static_cast<int>(t), c, std::min(hi, c + k));
+    }
+    return;
+  }
 #if defined(_OPENMP)
   if (threads > 1 && batch > k && !omp_in_parallel()) {
 #pragma omp parallel num_threads(threads)
@@ -174,8 +154,8 @@ void run_conv_pool(const Step& s, Bases b) {
 }
 
 template <class T>
-void run_typed(const Step& s, Bases b) {
-  Backend<T>& be = backend_for<T>(Device::cpu());
+void run_typed(const Step& s, Bases b, Device d) {
+  Backend<T>& be = backend_for<T>(d);
   auto in = [&](std::size_t i) { return view<const T>(s.in[i], b); };
   auto out = [&](std::size_t i) { return view<T>(s.out[i], b); };
   switch (s.kind) {
@@ -219,7 +199,10 @@ void run_typed(const Step& s, Bases b) {
     case StepKind::avg_pool2d: be.avg_pool2d(s.pool, in(0), out(0)); break;
     case StepKind::avg_pool2d_backward: be.avg_pool2d_backward(s.pool, in(0), out(0)); break;
     case StepKind::linear:
-      if constexpr (FloatScalar<T>) run_linear<T>(s, b);
+      if constexpr (FloatScalar<T>) {
+        if (d.is_cpu()) run_linear<T>(s, b);
+        else run_linear_device<T>(be, s, b);
+      }
       break;
     case StepKind::batch_norm: {
       // Prepared form (freeze's batch-norm pass): in = {x, scale, shift}, y = x scale + shift per channel.
@@ -229,20 +212,18 @@ void run_typed(const Step& s, Bases b) {
       be.binary(BinaryOp::add, view<const T>(s.out[0], b), channel_view<T>(s.in[2], ys, b), out(0), T(0));
       break;
     }
-    case StepKind::elementwise:
-      if constexpr (FloatScalar<T>) run_elementwise<T>(s, b);
-      break;
-    case StepKind::conv2d_pool: run_conv_pool<T>(s, b); break;
+    case StepKind::elementwise: run_elementwise<T>(be, s, b); break;
+    case StepKind::conv2d_pool: run_conv_pool<T>(be, s, b); break;
     case StepKind::guard: break;  // the plan checks guards itself
   }
 }
 
-/// Runs `s` with every buffer at bases[id].
-inline void run_step(const Step& s, Bases b) {
+/// Runs `s` with every buffer at bases[id] (memory of device `d`).
+inline void run_step(const Step& s, Bases b, Device d = Device::cpu()) {
   switch (s.dtype) {
-    case DType::float32: run_typed<float>(s, b); break;
-    case DType::float64: run_typed<double>(s, b); break;
-    case DType::int64: run_typed<std::int64_t>(s, b); break;
+    case DType::float32: run_typed<float>(s, b, d); break;
+    case DType::float64: run_typed<double>(s, b, d); break;
+    case DType::int64: run_typed<std::int64_t>(s, b, d); break;
   }
 }
 

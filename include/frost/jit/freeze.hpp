@@ -27,7 +27,7 @@ Plan<T> freeze(Graph g, const FreezeOptions& opt) {
   // Batch norm steps are always prepared; folding into conv/linear is the optional part.
   passes::fold_affine(st, opt.fold_affine);
   if (opt.fuse_epilogues) passes::fuse_epilogues(st);
-  if (opt.fuse_conv_pool) passes::fuse_conv_pool(st);
+  if (opt.fuse_conv_pool) passes::fuse_conv_pool(st, opt.conv_pool_images);
   if (opt.fuse_elementwise) passes::fuse_elementwise(st);
   if (opt.pack_weights) passes::pack_weights(st);
   passes::eliminate_dead_code(st);

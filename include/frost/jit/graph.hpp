@@ -60,12 +60,7 @@ struct GemmArgs {
 
 /// One instruction of a fused elementwise step: r[dst] = f(r[a], r[b]) over a
 /// block of elements; registers 0..n_inputs-1 hold the step's inputs.
-struct ElementwiseInstr {
-  bool binary = false;
-  std::uint8_t op = 0;  // UnaryOp or BinaryOp
-  std::uint8_t a = 0, b = 0, dst = 0;
-  double p0 = 0, p1 = 0;
-};
+using ElementwiseInstr = FusedInstr;
 
 /// What the host read while tracing and what it saw: a condition (`if` on a
 /// tensor) checks the truth value, item()/to_vector() the exact bytes.

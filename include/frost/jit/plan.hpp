@@ -6,6 +6,7 @@
 // with its own workspace. Results are views of the workspace's arena; the
 // workspace is reused once the caller has let them go.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/device_runtime.hpp"
 #include "../io/safetensors.hpp"
 #include "execute.hpp"
 #include "passes/constant_fold.hpp"
@@ -46,6 +48,9 @@ struct CheckReport {
 struct FreezeOptions {
   bool fold_constants = true, remove_identities = true, fold_affine = true, fuse_epilogues = true,
        fuse_conv_pool = true, fuse_elementwise = true, pack_weights = true;
+  /// conv + max pool blocks: 0 sizes them for the CPU's threads; n > 0 runs
+  /// blocks of n images one after another (what Plan::to(cuda) asks for).
+  std::int64_t conv_pool_images = 0;
 };
 
 template <FloatScalar T>
@@ -185,6 +190,54 @@ class Plan {
     return o.str();
   }
 
+  /// Moves the plan to `d` in place: its constants are copied to the device
+  /// once, each run's arena lives there, inputs (on the CPU or on `d`) are
+  /// staged into the arena, and outputs are tensors on `d`. On CUDA a plan
+  /// without guards or indexing steps is captured as a CUDA Graph on its
+  /// second run and replayed from then on (the first run warms the
+  /// convolution algorithms and workspaces). Needs frost::cuda for CUDA.
+  Plan& to(Device d) {
+    if (d == device_) return *this;
+    if (source_ && d.is_cpu() != device_.is_cpu()) {
+      // Freeze again for the new kind of device: on a GPU the conv + pool
+      // blocks run one after another, 16 images each (little scratch, full
+      // kernels), instead of one block per CPU thread.
+      *this = refrozen(Graph(*source_), d);
+    }
+    place_on(d);
+    return *this;
+  }
+  Device device() const { return device_; }
+
+ private:
+  /// `g` frozen with the user's options as device `d` wants them.
+  Plan refrozen(Graph g, Device d) const {
+    FreezeOptions o = opt_;
+    o.conv_pool_images = d.is_cpu() ? 0 : kDeviceConvPoolImages;
+    Plan next = freeze<T>(std::move(g), o);
+    next.opt_ = opt_;  // refit and save keep the user's options
+    return next;
+  }
+  /// Copies the constants to `d` (nothing to copy for the CPU).
+  void place_on(Device d) {
+    device_constants_.assign(g_.buffers.size(), Ref<StorageImpl>());
+    if (!d.is_cpu()) {
+      for (std::size_t b = 0; b < g_.buffers.size(); ++b) {
+        const Buffer& buf = g_.buffers[b];
+        if (buf.kind != BufferKind::constant || !buf.data) continue;
+        device_constants_[b] = upload(*buf.data, buf.dtype, d);
+      }
+    }
+    device_ = d;
+    graphable_ = g_.guards.empty() && std::none_of(g_.steps.begin(), g_.steps.end(), [](const Step& s) {
+      // Index kernels read back a bad-index flag (a sync), which a capture cannot hold.
+      return s.kind == StepKind::index_select || s.kind == StepKind::gather || s.kind == StepKind::scatter_add;
+    });
+    std::lock_guard<std::mutex> lock(pool_->m);
+    pool_->free.clear();  // workspaces of the old device
+  }
+
+ public:
   /// Runs the plan on inputs of the traced shapes; all outputs.
   std::vector<Tensor<T>> run_all(const std::vector<Tensor<T>>& inputs) const {
     std::vector<Tensor<T>> out;
@@ -209,16 +262,21 @@ class Plan {
     auto ws = acquire();
     auto release = [&] { give_back(std::move(ws)); };
     try {
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        const auto b = static_cast<std::size_t>(g_.inputs[i]);
-        if (inputs[i].is_contiguous()) {
-          ws->bases[b] = const_cast<T*>(inputs[i].data());
-        } else {
-          staged.push_back(inputs[i].contiguous());
-          ws->bases[b] = staged.back().data();
+      if (!device_.is_cpu()) {
+        stage_device_inputs(inputs, *ws);
+        execute_device(*ws);
+      } else {
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+          const auto b = static_cast<std::size_t>(g_.inputs[i]);
+          if (inputs[i].is_contiguous()) {
+            ws->bases[b] = const_cast<T*>(inputs[i].data());
+          } else {
+            staged.push_back(inputs[i].contiguous());
+            ws->bases[b] = staged.back().data();
+          }
         }
+        execute(ws->bases.data());
       }
-      execute(ws->bases.data());
       out.clear();
       for (const auto& o : g_.outputs) {
         const std::int64_t at = o.buf < 0 ? 0 : offsets_[static_cast<std::size_t>(o.buf)] / std::int64_t(sizeof(T)) + o.offset;
@@ -289,6 +347,17 @@ class Plan {
   struct Workspace {
     Ref<StorageImpl> arena;
     std::vector<void*> bases;
+    // Device plans: the inputs' fixed home (a captured graph reads them
+    // there), the runs so far and the captured graph.
+    std::vector<Ref<StorageImpl>> inputs;
+    int runs = 0;
+    void* graph = nullptr;
+    Workspace() = default;
+    Workspace(const Workspace&) = delete;
+    Workspace& operator=(const Workspace&) = delete;
+    ~Workspace() {
+      if (graph && frost::detail::cuda_runtime_slot()) frost::detail::cuda_runtime_slot()->graph_destroy(graph);
+    }
   };
 
   template <class M>
@@ -309,8 +378,9 @@ class Plan {
                 " inputs (as traced), got ", inputs.size());
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       FROST_CHECK(inputs[i].defined(), "frost::jit::Plan::run: input ", i, " is undefined");
-      FROST_CHECK(inputs[i].device().is_cpu(), "frost::jit::Plan::run: input ", i, " is on ", inputs[i].device().str(),
-                  "; this plan runs on cpu");
+      FROST_CHECK(inputs[i].device().is_cpu() || inputs[i].device() == device_, "frost::jit::Plan::run: input ", i,
+                  " is on ", inputs[i].device().str(), "; this plan runs on ", device_.str(),
+                  " (inputs on the CPU are copied there)");
       FROST_CHECK(inputs[i].shape() == g_.input_shapes[i], "frost::jit::Plan::run: input ", i, " has shape ",
                   inputs[i].shape().str(), " but the plan was traced with ", g_.input_shapes[i].str(),
                   " (trace again, or use jit::compile to specialise per shape)");
@@ -330,13 +400,21 @@ class Plan {
       }
     }
     auto ws = std::make_unique<Workspace>();
-    ws->arena = StorageImpl::cpu(static_cast<std::size_t>(arena_bytes_));
+    ws->arena = StorageImpl::on(device_, static_cast<std::size_t>(arena_bytes_), allocator());
     ws->bases.assign(g_.buffers.size(), nullptr);
     for (std::size_t b = 0; b < g_.buffers.size(); ++b) {
       const Buffer& buf = g_.buffers[b];
-      if (buf.kind == BufferKind::constant && buf.data) ws->bases[b] = buf.data->data;
+      if (buf.kind == BufferKind::constant && buf.data)
+        ws->bases[b] = device_.is_cpu() ? buf.data->data : device_constants_[b]->data;
       else if (buf.kind == BufferKind::intermediate && offsets_[b] >= 0)
         ws->bases[b] = static_cast<char*>(ws->arena->data) + offsets_[b];
+    }
+    if (!device_.is_cpu()) {
+      for (std::size_t i = 0; i < g_.inputs.size(); ++i) {
+        const Buffer& buf = g_.buffers[static_cast<std::size_t>(g_.inputs[i])];
+        ws->inputs.push_back(StorageImpl::on(device_, static_cast<std::size_t>(buf.numel) * sizeof(T), allocator()));
+        ws->bases[static_cast<std::size_t>(g_.inputs[i])] = ws->inputs.back()->data;
+      }
     }
     return ws;
   }
@@ -352,13 +430,103 @@ class Plan {
         detail::run_step(s, bases);
         continue;
       }
-      const Guard& gd = g_.guards[static_cast<std::size_t>(s.guard)];
       const Buffer& b = g_.buffers[static_cast<std::size_t>(s.in[0].buf)];
-      if (!passes::guard_holds(gd, s.in[0], b.dtype, bases[s.in[0].buf]))
-        throw GuardFailure("frost::jit::GuardFailure: guard " + std::to_string(s.guard) + " failed: " + gd.describe() +
-                           " when traced, and this input differs; the frozen branch is not the one eager code "
-                           "would take (use jit::compile to specialise per branch, or trace this input)");
+      check_guard(s, b, bases[s.in[0].buf]);
     }
+  }
+
+  DeviceAllocator* allocator() const { return device_.is_cpu() ? nullptr : backend_for<T>(device_).allocator(); }
+
+  /// A constant's bytes on device `d` (any element type).
+  static Ref<StorageImpl> upload(const StorageImpl& host, DType dt, Device d) {
+    auto put = [&](auto tag) {
+      using U = decltype(tag);
+      Backend<U>& be = backend_for<U>(d);
+      Ref<StorageImpl> dev = StorageImpl::on(d, host.nbytes, be.allocator());
+      be.copy_from_host(static_cast<const U*>(host.data), static_cast<U*>(dev->data),
+                        static_cast<std::int64_t>(host.nbytes / sizeof(U)));
+      return dev;
+    };
+    if (dt == DType::float32) return put(float{});
+    if (dt == DType::float64) return put(double{});
+    return put(std::int64_t{});
+  }
+
+  /// Copies the inputs (CPU or device, any layout) into the workspace's input buffers.
+  void stage_device_inputs(const std::vector<Tensor<T>>& inputs, Workspace& ws) const {
+    Backend<T>& be = backend_for<T>(device_);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      T* dst = static_cast<T*>(ws.inputs[i]->data);
+      if (inputs[i].device() == device_) {
+        be.copy(inputs[i].view_of(), View<T>(dst, inputs[i].shape()));
+      } else {
+        const Tensor<T> c = inputs[i].contiguous();
+        be.copy_from_host(c.data(), dst, c.numel());
+      }
+    }
+  }
+
+  /// The steps on the device: the first run step by step (it times the
+  /// convolution algorithms for these shapes, as cudnn.benchmark does, and
+  /// sizes the workspaces), the second captured as a CUDA Graph, later ones
+  /// one graph launch. Plans with guards (or index steps) always run step
+  /// by step.
+  void execute_device(Workspace& ws) const {
+    frost::detail::DeviceRuntime* rt = frost::detail::cuda_runtime_slot();
+    const bool cuda = rt && device_.is_cuda();
+    // Plans always use timed algorithms: the first run times them (once per
+    // shape, cached), later runs and the capture find them in the cache.
+    const bool flip = cuda && !rt->benchmark();
+    if (flip) rt->set_benchmark(true);
+    struct Restore {
+      frost::detail::DeviceRuntime* rt;
+      bool on;
+      ~Restore() {
+        if (on) rt->set_benchmark(false);
+      }
+    } restore{rt, flip};
+    if (graphable_ && cuda) {
+      if (ws.graph) {
+        rt->graph_launch(ws.graph, device_.index);
+        return;
+      }
+      if (ws.runs > 0) {
+        rt->capture_begin(device_.index);
+        try {
+          for (const auto& s : g_.steps) detail::run_step(s, ws.bases.data(), device_);
+        } catch (...) {
+          rt->capture_abort(device_.index);
+          throw;
+        }
+        ws.graph = rt->capture_end(device_.index);
+        rt->graph_launch(ws.graph, device_.index);
+        return;
+      }
+    }
+    ++ws.runs;
+    for (const auto& s : g_.steps) {
+      if (s.kind != StepKind::guard) {
+        detail::run_step(s, ws.bases.data(), device_);
+        continue;
+      }
+      // A guard reads its window back to the host (a sync).
+      const Buffer& b = g_.buffers[static_cast<std::size_t>(s.in[0].buf)];
+      std::vector<unsigned char> host(static_cast<std::size_t>(b.numel) * detail::dtype_size(b.dtype));
+      read_back(b.dtype, ws.bases[static_cast<std::size_t>(s.in[0].buf)], host.data(), b.numel);
+      check_guard(s, b, host.data());
+    }
+  }
+  void read_back(DType dt, const void* dev, void* host, std::int64_t n) const {
+    if (dt == DType::float32) backend_for<float>(device_).copy_to_host(static_cast<const float*>(dev), static_cast<float*>(host), n);
+    else if (dt == DType::float64) backend_for<double>(device_).copy_to_host(static_cast<const double*>(dev), static_cast<double*>(host), n);
+    else backend_for<std::int64_t>(device_).copy_to_host(static_cast<const std::int64_t*>(dev), static_cast<std::int64_t*>(host), n);
+  }
+  void check_guard(const Step& s, const Buffer& b, const void* base) const {
+    const Guard& gd = g_.guards[static_cast<std::size_t>(s.guard)];
+    if (!passes::guard_holds(gd, s.in[0], b.dtype, base))
+      throw GuardFailure("frost::jit::GuardFailure: guard " + std::to_string(s.guard) + " failed: " + gd.describe() +
+                         " when traced, and this input differs; the frozen branch is not the one eager code "
+                         "would take (use jit::compile to specialise per branch, or trace this input)");
   }
 
   /// The traced graph of a plan file (its constants are "source.b<id>").
@@ -389,12 +557,16 @@ class Plan {
       b.data = it->second;
     }
     FROST_CHECK(missing.empty(), "frost::jit::Plan::refit: ", from, " is missing the plan's ", missing);
-    Plan next = freeze<T>(std::move(g), opt_);
+    const Device d = device_;
+    Plan next = refrozen(std::move(g), d);
     FROST_CHECK(next.g_.steps.size() == g_.steps.size() && next.arena_bytes_ == arena_bytes_,
                 "frost::jit::Plan::refit: the new weights change the frozen plan's structure (", next.g_.steps.size(),
                 " steps instead of ", g_.steps.size(), "); freeze the module again");
     *this = std::move(next);
+    place_on(d);  // the new constants go where the old ones were
   }
+
+  static constexpr std::int64_t kDeviceConvPoolImages = 16;
 
   Graph g_;
   std::vector<std::string> report_;
@@ -402,6 +574,9 @@ class Plan {
   FreezeOptions opt_;
   std::vector<std::int64_t> offsets_;
   std::int64_t arena_bytes_ = 0;
+  Device device_ = Device::cpu();
+  std::vector<Ref<StorageImpl>> device_constants_;  // by buffer id, on device_ (empty on the CPU)
+  bool graphable_ = false;
   struct Pool {
     std::mutex m;
     std::vector<std::unique_ptr<Workspace>> free;

@@ -68,6 +68,20 @@ class TracingBackend final : public Backend<T> {
                            const View<T>& dx) override;
   void avg_pool2d(const Pool2dParams& p, const View<const T>& x, const View<T>& y) override;
   void avg_pool2d_backward(const Pool2dParams& p, const View<const T>& dy, const View<T>& dx) override;
+  void optimizer_step(const OptimStep<T>&, T*, const T*, T*, T*, T*, std::int64_t) override {
+    frost::detail::fail("frost::jit::trace: an optimizer step ran inside the trace; plans are inference "
+                        "programs, so trace the forward only");
+  }
+  // Plans' fused kernels never run in eager code, so never inside a trace.
+  void fused_elementwise(const FusedInstr* prog, int n_instrs, const T* const* inputs, int n_inputs, T* y,
+                         std::int64_t n) override {
+    real_.fused_elementwise(prog, n_instrs, inputs, n_inputs, y, n);
+  }
+  void bias_act(T* y, std::int64_t n, const T* bias, std::int64_t channels, std::int64_t inner, UnaryOp act) override {
+    real_.bias_act(y, n, bias, channels, inner, act);
+  }
+  void copy_from_host(const T* host, T* dev, std::int64_t n) override { real_.copy_from_host(host, dev, n); }
+  void copy_to_host(const T* dev, T* host, std::int64_t n) override { real_.copy_to_host(dev, host, n); }
 
  private:
   Step step(StepKind k) const {
@@ -165,6 +179,8 @@ class Tracer final : public frost::detail::TraceHooks {
 
   // ---- TraceHooks -------------------------------------------------------------
   void on_alloc(StorageImpl* s) override {
+    FROST_CHECK(s->device.is_cpu(), "frost::jit::trace: the traced code made a tensor on ", s->device.str(),
+                "; plans run on the CPU for now (move the module and inputs with .to(Device::cpu()))");
     keep_.emplace_back(s);  // alive until the trace ends: addresses stay unique
     addr_[reinterpret_cast<std::uintptr_t>(s->data)] = s;
   }

@@ -91,8 +91,8 @@ void draw_into(const Tensor<T>& t, philox::Dist dist, double lo, double hi, Gene
 template <class T>
 void write_host(const Tensor<T>& t, const Tensor<T>& host) {
   NoGradGuard no_grad;
-  backend_for<T>(t.device()).copy(host.view_of(), t.view_of());
-  frost::detail::bump_version(t);
+  Tensor<T> dst = t;
+  dst.copy_(host);  // moves to t's device when t is not on the CPU
 }
 
 /// Inverse error function: a single-precision rational start (Giles 2010)
@@ -192,13 +192,11 @@ Tensor<T> normal_(Tensor<T> tensor, double mean = 0.0, double std = 1.0, Generat
 /// Fills `tensor` with draws from N(mean, std^2) truncated to [a, b], by
 /// PyTorch's inverse-CDF method (uniform between the CDF values of a and b,
 /// mapped back through erfinv), so no draw is rejected or redrawn.
-/// CPU tensors only: the transform runs on the host.
+/// The transform runs on the host; the values are then copied to the tensor's device.
 template <FloatScalar T>
 Tensor<T> trunc_normal_(Tensor<T> tensor, double mean = 0.0, double std = 1.0, double a = -2.0, double b = 2.0,
                         Generator* generator = nullptr) {
   detail::target(tensor, "nn::init::trunc_normal_");
-  FROST_CHECK(tensor.device().is_cpu(), "frost::nn::init::trunc_normal_: tensor of shape ", tensor.shape().str(),
-              " is on ", tensor.device().str(), "; initialise it on the CPU, then move it");
   FROST_CHECK(std > 0.0, "frost::nn::init::trunc_normal_: expects std > 0, got ", std);
   FROST_CHECK(a < b, "frost::nn::init::trunc_normal_: expects a < b, got a=", a, " b=", b);
   auto cdf = [](double x) { return (1.0 + std::erf(x / std::sqrt(2.0))) / 2.0; };
@@ -327,14 +325,12 @@ inline void householder_qr(std::vector<double>& a, std::int64_t m, std::int64_t 
 /// and cols = numel / rows; the rows (or columns, whichever are fewer) are
 /// orthonormal. Q's columns are multiplied by sign(diag(R)), as in PyTorch, so
 /// the result is Haar-distributed rather than biased by the QR's sign choice.
-/// CPU tensors only: the QR runs on the host (a Householder QR in double).
+/// The QR runs on the host (a Householder QR in double), then moves to the tensor's device.
 template <FloatScalar T>
 Tensor<T> orthogonal_(Tensor<T> tensor, double gain = 1.0, Generator* generator = nullptr) {
   detail::target(tensor, "nn::init::orthogonal_");
   FROST_CHECK(tensor.dim() >= 2, "frost::nn::init::orthogonal_: Only tensors with 2 or more dimensions are "
               "supported (got shape ", tensor.shape().str(), ")");
-  FROST_CHECK(tensor.device().is_cpu(), "frost::nn::init::orthogonal_: tensor of shape ", tensor.shape().str(),
-              " is on ", tensor.device().str(), "; initialise it on the CPU, then move it");
   if (tensor.numel() == 0) return tensor;
   const std::int64_t rows = tensor.shape()[0], cols = tensor.numel() / rows;
   const bool wide = rows < cols;

@@ -46,7 +46,7 @@ std::pair<IndexTensor, Tensor<T>> class_targets(const IndexTensor& target, std::
     keep[i] = ignored ? T(0) : T(1);
     if (ignored) v[i] = 0;
   }
-  return {IndexTensor::from(v, target.shape()), Tensor<T>::from(keep, target.shape())};
+  return {IndexTensor::from(v, target.shape()).to(target.device()), Tensor<T>::from(keep, target.shape()).to(target.device())};
 }
 }  // namespace detail
 

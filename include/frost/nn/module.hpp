@@ -272,14 +272,20 @@ class ModuleT {
     }
   }
 
-  /// Moves parameters and buffers to `device`. Only the CPU exists until a
-  /// program links frost::cuda (asking for CUDA without it is the backend's
-  /// clear error); the cross-device copy arrives with the CUDA backend.
+  /// Moves parameters and buffers (and gradients) to `device`, in place:
+  /// the tensors keep their identity, so an optimizer built before the move
+  /// still updates them (PyTorch's module.to does the same). CUDA needs the
+  /// frost::cuda CMake target.
   ModuleT& to(Device device) {
-    if (device.is_cpu()) return *this;  // everything is on the CPU today
-    backend_for<T>(device);
-    frost::detail::fail("frost::nn::Module::to: moving ", type_name(), " to ", device.str(),
-                 " needs the CUDA backend's host-to-device copy, which this build does not have");
+    NoGradGuard ng;
+    visit_mut("", [&](const std::string&, ModuleT& m) {
+      for (auto& p : m.params_) move_in_place(p.second, device);
+      for (auto& b : m.buffers_) {
+        if (b.t.defined()) move_in_place(b.t, device);
+        if (b.i.defined()) move_in_place(b.i, device);
+      }
+    });
+    return *this;
   }
 
   // ---- state ----------------------------------------------------------
@@ -384,6 +390,18 @@ class ModuleT {
     for (const auto& b : buffers_) taken |= b.name == name;
     for (const auto& c : children_) taken |= c.first == name;
     FROST_CHECK(!taken, "frost::nn::Module::", what, ": '", name, "' is already registered in ", type_name());
+  }
+
+  /// Points `t`'s impl at a copy of its data on `d` (and its gradient too).
+  template <class U>
+  static void move_in_place(const Tensor<U>& t, Device d) {
+    if (t.device() == d) return;
+    Tensor<U> moved = t.detach().to(d);
+    TensorImpl<U>* impl = t.impl();
+    impl->storage = moved.impl()->storage;
+    impl->strides = moved.strides();
+    impl->offset = 0;
+    if (impl->grad) impl->grad = Tensor<U>(impl->grad).to(d).impl_ref();
   }
 
   template <class F>

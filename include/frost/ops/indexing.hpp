@@ -220,6 +220,7 @@ inline Tensor<std::int64_t> one_hot(const Tensor<std::int64_t>& index, std::int6
                 num_classes, ")");
     p[static_cast<std::int64_t>(i) * num_classes + v[i]] = 1;
   }
+  if (!index.device().is_cpu()) return y.to(index.device());
   return y;
 }
 

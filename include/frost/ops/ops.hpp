@@ -5,6 +5,7 @@
 #include "elementwise.hpp"
 #include "factories.hpp"
 #include "views.hpp"
+#include "transfer.hpp"
 #include "reduce.hpp"
 #include "linalg.hpp"
 #include "indexing.hpp"

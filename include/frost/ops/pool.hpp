@@ -261,7 +261,7 @@ Tensor<T> adaptive_avg_pool2d(const Tensor<T>& input, Pair output_size) {
               "channel and spatial dims, got input shape ", input.shape().str());
   if (H % oh == 0 && W % ow == 0) return avg_pool2d(input, {H / oh, W / ow});
   // y = A_h x A_w^T per plane: the bins' weights 1/(len_h len_w) factor per dim.
-  const auto ah = detail::adaptive_bins<T>(H, oh), aw = detail::adaptive_bins<T>(W, ow);
+  const auto ah = detail::adaptive_bins<T>(H, oh).to(input.device()), aw = detail::adaptive_bins<T>(W, ow).to(input.device());
   return matmul(ah, matmul(input, aw.t()));
 }
 

@@ -47,30 +47,24 @@ void check_adam_options(const O& o, const char* name, std::optional<std::size_t>
 /// `decoupled` selects AdamW's decay (p *= 1 - lr wd) over Adam's L2 term.
 template <class T, class O>
 void adam_update(const O& o, bool decoupled, Tensor<T>& param, const T* g, ParamState<T>& st) {
-  T* p = param.data();
   T* m = ensure_zeros(st.exp_avg, param);
   T* v = ensure_zeros(st.exp_avg_sq, param);
   T* vmax = o.amsgrad ? ensure_zeros(st.max_exp_avg_sq, param) : nullptr;
   const double step = static_cast<double>(++st.step);
   const double bc1 = 1 - std::pow(o.betas[0], step), bc2 = 1 - std::pow(o.betas[1], step);
-  const T b1 = T(o.betas[0]), b2 = T(o.betas[1]), one_b1 = T(1 - o.betas[0]), one_b2 = T(1 - o.betas[1]);
-  const T step_size = T(o.lr / bc1), bc2_sqrt = T(std::sqrt(bc2)), eps = T(o.eps);
-  const T l2 = decoupled ? T(0) : T(o.weight_decay);
-  const T shrink = decoupled ? T(1 - o.lr * o.weight_decay) : T(1);
-  const T sign = o.maximize ? T(-1) : T(1);
-  cpu::parallel_for(param.numel(), cpu::kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) {
-      T gi = sign * g[i];
-      if (shrink != T(1)) p[i] = p[i] * shrink;
-      if (l2 != 0) gi = gi + l2 * p[i];
-      m[i] = m[i] * b1 + one_b1 * gi;
-      v[i] = v[i] * b2 + one_b2 * gi * gi;
-      T second = v[i];
-      if (vmax) second = vmax[i] = std::max(vmax[i], v[i]);
-      const T denom = std::sqrt(second) / bc2_sqrt + eps;
-      p[i] = p[i] + -step_size * m[i] / denom;
-    }
-  });
+  OptimStep<T> s;
+  s.kind = OptimKind::adam;
+  s.beta1 = T(o.betas[0]);
+  s.beta2 = T(o.betas[1]);
+  s.one_beta1 = T(1 - o.betas[0]);
+  s.one_beta2 = T(1 - o.betas[1]);
+  s.step_size = T(o.lr / bc1);
+  s.bc2_sqrt = T(std::sqrt(bc2));
+  s.eps = T(o.eps);
+  s.weight_decay = decoupled ? T(0) : T(o.weight_decay);
+  s.shrink = decoupled ? T(1 - o.lr * o.weight_decay) : T(1);
+  s.sign = o.maximize ? T(-1) : T(1);
+  backend_for<T>(param.device()).optimizer_step(s, param.data(), g, m, v, vmax, param.numel());
 }
 }  // namespace detail
 

@@ -289,7 +289,7 @@ class OptimizerBase : public Optimizer {
   /// Runs `update(options, param, grad, state)` for every parameter with a
   /// gradient, without recording, on contiguous memory: `param` is the
   /// parameter itself when it is contiguous (else a copy written back after)
-  /// and `grad` is contiguous. The parameter's version counter is bumped so
+  /// and `grad` is contiguous, on the parameter's device. The parameter's version counter is bumped so
   /// autograd notices tensors saved before the step.
   template <class Update>
   void for_each_param_with_grad(Update&& update) {
@@ -300,16 +300,13 @@ class OptimizerBase : public Optimizer {
         Tensor<T>& p = groups_[gi].params[k];
         Tensor<T> g = p.grad();
         if (!g.defined()) continue;
-        // The updates are loops over host memory; the CUDA backend will route
-        // them through one fused backend kernel per parameter instead.
-        FROST_CHECK(p.device().is_cpu() && g.device().is_cpu(), "frost::optim::", name_, ": parameter ", k,
-                    " of param group ", gi, " is on ", p.device().str(), " (grad on ", g.device().str(),
-                    "); the optimizers run on the CPU for now");
+        FROST_CHECK(p.device() == g.device(), "frost::optim::", name_, ": parameter ", k, " of param group ", gi,
+                    " is on ", p.device().str(), " but its gradient is on ", g.device().str());
         FROST_CHECK(g.shape() == p.shape(), "frost::optim::", name_, ": gradient of shape ", g.shape().str(),
                     " for parameter ", k, " of param group ", gi, " of shape ", p.shape().str());
         g = g.contiguous();
         Tensor<T> work = p.contiguous();
-        update(o, work, static_cast<const T*>(g.data()), state(p));
+        update(o, work, static_cast<const T*>(g.data()), state(p));  // device pointers for a device parameter
         if (work.is_same(p)) frost::detail::bump_version(p);
         else p.copy_(work);
       }

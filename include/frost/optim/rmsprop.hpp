@@ -45,34 +45,20 @@ class RMSpropT : public OptimizerBase<T, RMSpropOptions> {
 
   void step() override {
     this->for_each_param_with_grad([](const Options& o, Tensor<T>& param, const T* g, ParamState<T>& st) {
-      T* p = param.data();
       T* sq = detail::ensure_zeros(st.square_avg, param);
       T* ga = o.centered ? detail::ensure_zeros(st.grad_avg, param) : nullptr;
       T* buf = o.momentum > 0 ? detail::ensure_zeros(st.momentum_buffer, param) : nullptr;
       ++st.step;
-      const T alpha = T(o.alpha), one_alpha = T(1 - o.alpha), eps = T(o.eps), wd = T(o.weight_decay);
-      const T mom = T(o.momentum), lr = T(o.lr), sign = o.maximize ? T(-1) : T(1);
-      cpu::parallel_for(param.numel(), cpu::kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t i = b; i < e; ++i) {
-          T gi = sign * g[i];
-          if (wd != 0) gi = gi + wd * p[i];
-          sq[i] = sq[i] * alpha + one_alpha * gi * gi;
-          T avg;
-          if (ga) {
-            ga[i] = ga[i] * alpha + one_alpha * gi;
-            avg = std::sqrt(sq[i] + T(-1) * ga[i] * ga[i]);
-          } else {
-            avg = std::sqrt(sq[i]);
-          }
-          avg = avg + eps;
-          if (buf) {
-            buf[i] = buf[i] * mom + gi / avg;
-            p[i] = p[i] + -lr * buf[i];
-          } else {
-            p[i] = p[i] + -lr * gi / avg;
-          }
-        }
-      });
+      OptimStep<T> s;
+      s.kind = OptimKind::rmsprop;
+      s.alpha = T(o.alpha);
+      s.one_alpha = T(1 - o.alpha);
+      s.eps = T(o.eps);
+      s.weight_decay = T(o.weight_decay);
+      s.momentum = T(o.momentum);
+      s.lr = T(o.lr);
+      s.sign = o.maximize ? T(-1) : T(1);
+      backend_for<T>(param.device()).optimizer_step(s, param.data(), g, sq, ga, buf, param.numel());
     });
   }
 };

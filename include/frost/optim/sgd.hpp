@@ -46,23 +46,18 @@ class SGDT : public OptimizerBase<T, SGDOptions> {
 
   void step() override {
     this->for_each_param_with_grad([](const Options& o, Tensor<T>& param, const T* g, ParamState<T>& st) {
-      T* p = param.data();
-      const T wd = T(o.weight_decay), mom = T(o.momentum), damp = T(1 - o.dampening), lr = T(o.lr);
-      const T sign = o.maximize ? T(-1) : T(1);
-      const bool use_mom = o.momentum != 0, first = use_mom && !st.momentum_buffer.defined();
+      OptimStep<T> s;
+      s.kind = OptimKind::sgd;
+      s.lr = T(o.lr);
+      s.weight_decay = T(o.weight_decay);
+      s.sign = o.maximize ? T(-1) : T(1);
+      s.momentum = T(o.momentum);
+      s.damp = T(1 - o.dampening);
+      s.nesterov = o.nesterov;
+      const bool use_mom = o.momentum != 0;
+      s.first = use_mom && !st.momentum_buffer.defined();
       T* buf = use_mom ? detail::ensure_zeros(st.momentum_buffer, param) : nullptr;
-      const bool nesterov = o.nesterov;
-      cpu::parallel_for(param.numel(), cpu::kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t i = b; i < e; ++i) {
-          T d = sign * g[i];
-          if (wd != 0) d = d + wd * p[i];
-          if (use_mom) {
-            buf[i] = first ? d : buf[i] * mom + damp * d;
-            d = nesterov ? d + mom * buf[i] : buf[i];
-          }
-          p[i] = p[i] - lr * d;
-        }
-      });
+      backend_for<T>(param.device()).optimizer_step(s, param.data(), g, buf, nullptr, nullptr, param.numel());
     });
   }
 };

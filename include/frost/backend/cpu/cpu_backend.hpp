@@ -7,12 +7,14 @@
 // instantiated in every file: the fast-compile mode.
 #pragma once
 #include <cstdint>
+#include <cstring>
 
 #include "../backend.hpp"
 
 #if !defined(FROST_CPU_BACKEND_EXTERN) || defined(FROST_CPU_BACKEND_IMPLEMENTATION)
 #include "conv.hpp"
 #include "elementwise.hpp"
+#include "fused.hpp"
 #include "gemm.hpp"
 #include "index.hpp"
 #include "pool.hpp"
@@ -99,7 +101,31 @@ struct CpuBackend final : Backend<T> {
     else math_unsupported("avg_pool2d_backward");
   }
 
+  void fused_elementwise(const FusedInstr* prog, int n_instrs, const T* const* inputs, int n_inputs, T* y,
+                         std::int64_t n) override {
+    if constexpr (FloatScalar<T>) cpu::fused_elementwise(prog, n_instrs, inputs, n_inputs, y, n);
+    else math_unsupported("fused_elementwise");
+  }
+  void bias_act(T* y, std::int64_t n, const T* bias, std::int64_t channels, std::int64_t inner, UnaryOp act) override {
+    if constexpr (FloatScalar<T>) cpu::bias_act(y, n, bias, channels, inner, act);
+    else math_unsupported("bias_act");
+  }
+  void optimizer_step(const OptimStep<T>& o, T* p, const T* g, T* s0, T* s1, T* s2, std::int64_t n) override {
+    if constexpr (FloatScalar<T>) {
+      cpu::parallel_for(n, cpu::kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) optim_step::apply(o, i, p, g, s0, s1, s2);
+      });
+    } else {
+      math_unsupported("optimizer_step");
+    }
+  }
+  void copy_from_host(const T* host, T* dev, std::int64_t n) override { copy_bytes(host, dev, n); }
+  void copy_to_host(const T* dev, T* host, std::int64_t n) override { copy_bytes(dev, host, n); }
+
  private:
+  static void copy_bytes(const T* src, T* dst, std::int64_t n) {
+    if (n > 0) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+  }
   [[noreturn]] static void math_unsupported(const char* op) {
     detail::fail("frost::", op, ": not defined for ", dtype_name<T>(),
                  " tensors (index tensors support creation, views, copies and indexing; convert with to<float>())");

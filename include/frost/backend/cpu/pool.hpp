@@ -9,6 +9,7 @@
 #include <Eigen/Core>
 
 #include "../backend.hpp"
+#include "../pool_window.hpp"
 #include "parallel.hpp"
 
 namespace frost::cpu {
@@ -25,40 +26,8 @@ void over_planes(const Pool2dParams& p, std::int64_t work_per_plane, Fn&& fn) {
   });
 }
 
-/// The window of output (oy, ox) clipped to the input, and PyTorch's divisor.
-struct AvgWindow {
-  std::int64_t y0, y1, x0, x1, divisor;
-};
-inline AvgWindow avg_window(const Pool2dParams& p, std::int64_t oy, std::int64_t ox) {
-  std::int64_t y0 = oy * p.stride_h - p.pad_h, x0 = ox * p.stride_w - p.pad_w;
-  std::int64_t y1 = std::min(y0 + p.kernel_h, p.in_h + p.pad_h), x1 = std::min(x0 + p.kernel_w, p.in_w + p.pad_w);
-  const std::int64_t padded = (y1 - y0) * (x1 - x0);
-  y0 = std::max<std::int64_t>(y0, 0);
-  x0 = std::max<std::int64_t>(x0, 0);
-  y1 = std::min(y1, p.in_h);
-  x1 = std::min(x1, p.in_w);
-  const std::int64_t div =
-      p.divisor_override > 0 ? p.divisor_override : (p.count_include_pad ? padded : (y1 - y0) * (x1 - x0));
-  return {y0, y1, x0, x1, div};
-}
-
-}  // namespace pool_detail
-
-namespace pool_detail {
-
-/// The rows [y0, y1) and columns [x0, x1) a max window reads (stepping by the
-/// dilation from the first position inside the input), as PyTorch computes them.
-struct MaxWindow {
-  std::int64_t y0, y1, x0, x1;
-};
-inline MaxWindow max_window(const Pool2dParams& p, std::int64_t oy, std::int64_t ox) {
-  std::int64_t y0 = oy * p.stride_h - p.pad_h, x0 = ox * p.stride_w - p.pad_w;
-  const std::int64_t y1 = std::min(y0 + (p.kernel_h - 1) * p.dilation_h + 1, p.in_h);
-  const std::int64_t x1 = std::min(x0 + (p.kernel_w - 1) * p.dilation_w + 1, p.in_w);
-  while (y0 < 0) y0 += p.dilation_h;
-  while (x0 < 0) x0 += p.dilation_w;
-  return {y0, y1, x0, x1};
-}
+using frost::pool_detail::avg_window;
+using frost::pool_detail::max_window;
 
 /// One plane with PyTorch's rule: the first maximum wins, a NaN beats
 /// everything (the last NaN's index is kept), an empty window reports its start.

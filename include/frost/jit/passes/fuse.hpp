@@ -66,7 +66,7 @@ inline int plan_threads() {
 /// Convolution followed by max pooling of its whole output becomes one step
 /// that pools each few images' conv output while it is in cache: the full
 /// conv output (often the largest activation) is never stored.
-inline void fuse_conv_pool(FreezeState& st) {
+inline void fuse_conv_pool(FreezeState& st, std::int64_t images_per_block = 0) {
   Graph& g = st.g;
   int n = 0;
   rewrite_to_fixpoint(g, [&](const Uses& u, std::size_t k) {
@@ -81,8 +81,11 @@ inline void fuse_conv_pool(FreezeState& st) {
       return false;
     // Images per conv call: about 256 output tiles of 2x2, what the Winograd GEMMs like.
     const std::int64_t tiles = ((p.conv.out_h + 1) / 2) * ((p.conv.out_w + 1) / 2);
-    const std::int64_t images = std::clamp<std::int64_t>(1024 / std::max<std::int64_t>(tiles, 1), 1, 16);
-    const int threads = static_cast<int>(std::min<std::int64_t>(plan_threads(), (p.conv.batch + images - 1) / images));
+    // A device runs blocks of images_per_block, one after another.
+    const std::int64_t images = images_per_block > 0 ? std::min(images_per_block, p.conv.batch)
+                                                     : std::clamp<std::int64_t>(1024 / std::max<std::int64_t>(tiles, 1), 1, 16);
+    const int threads = images_per_block > 0 ? 1
+                        : static_cast<int>(std::min<std::int64_t>(plan_threads(), (p.conv.batch + images - 1) / images));
     Buffer scratch;
     scratch.dtype = xb.dtype;
     const Shape ss{threads * images, p.conv.out_channels, p.conv.out_h, p.conv.out_w};

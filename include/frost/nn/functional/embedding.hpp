@@ -42,7 +42,7 @@ void renorm_rows(const Tensor<T>& weight, const std::vector<std::int64_t>& rows,
   if (unique.empty()) return;
   NoGradGuard ng;
   const auto n = static_cast<std::int64_t>(unique.size()), dim = weight.size(1);
-  const auto idx = IndexTensor::from(unique, {n});
+  const auto idx = IndexTensor::from(unique, {n}).to(weight.device());
   const auto picked = weight.index_select(0, idx);
   const auto norms = picked.norm(norm_type, {1}, true);
   // factor 1 for rows within the bound, max_norm / (norm + 1e-7) above it
@@ -84,7 +84,7 @@ Tensor<T> embedding(const IndexTensor& indices, const Tensor<T>& weight,
   if (frost::detail::any_requires_grad<T>({&weight})) {
     const auto rows = static_cast<std::int64_t>(v.size());
     frost::detail::record(y, EmbeddingOp{weight.shape()}, {&weight}, flat,
-                          padding_idx ? Tensor<T>::from(keep, {rows, 1}) : Tensor<T>());
+                          padding_idx ? Tensor<T>::from(keep, {rows, 1}).to(weight.device()) : Tensor<T>());
   }
   return y;
 }

@@ -49,8 +49,16 @@ struct BatchNormImpl : ModuleT<T> {
     double factor = options.momentum.value_or(0.0);
     const bool training = this->is_training();
     if (training && options.track_running_stats) {
-      ++num_batches_tracked.data()[0];
-      if (!options.momentum) factor = 1.0 / double(num_batches_tracked.data()[0]);
+      std::int64_t seen = 0;
+      if (num_batches_tracked.device().is_cpu()) {
+        seen = ++num_batches_tracked.data()[0];
+      } else {
+        // int64 tensors do no arithmetic: a read and a fill, one sync per step.
+        NoGradGuard ng;
+        seen = num_batches_tracked.item() + 1;
+        num_batches_tracked.fill_(seen);
+      }
+      if (!options.momentum) factor = 1.0 / double(seen);
     }
     // Batch statistics in training, and always when no running stats exist.
     const bool use_batch = training || !running_mean.defined();

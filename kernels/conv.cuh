@@ -1,0 +1,107 @@
+// Convolution through cuDNN: descriptors from ConvGeometry, algorithm choice
+// (heuristics, or timed once per shape in benchmark mode, cached either way),
+// the explicit-padding copy cuDNN's symmetric padding cannot express, and the
+// bias + activation epilogue.
+#pragma once
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <frost/core/functors.hpp>
+
+#include "check.cuh"
+#include "conv_geometry.hpp"
+#include "strided.cuh"
+
+namespace frost::cuda_detail {
+
+// ---- kernels ------------------------------------------------------------------
+
+/// xp (zeroed) [N, C, ph, pw] receives x [N, C, h, w] at (top, left), clipped.
+template <class T>
+__global__ void pad_copy_kernel(std::int64_t planes, std::int64_t h, std::int64_t w, std::int64_t ph, std::int64_t pw,
+                                std::int64_t top, std::int64_t left, const T* x, T* xp) {
+  const std::int64_t n = planes * ph * pw, step = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const std::int64_t c = i % pw, r = (i / pw) % ph, plane = i / (pw * ph);
+    const std::int64_t sr = r - top, sc = c - left;
+    xp[i] = sr >= 0 && sr < h && sc >= 0 && sc < w ? x[(plane * h + sr) * w + sc] : T(0);
+  }
+}
+
+/// dx [N, C, h, w] = the window of dxp [N, C, ph, pw] at (top, left); zero outside it.
+template <class T>
+__global__ void crop_kernel(std::int64_t planes, std::int64_t h, std::int64_t w, std::int64_t ph, std::int64_t pw,
+                            std::int64_t top, std::int64_t left, const T* dxp, T* dx) {
+  const std::int64_t n = planes * h * w, step = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const std::int64_t c = i % w, r = (i / w) % h, plane = i / (w * h);
+    const std::int64_t pr = r + top, pc = c + left;
+    dx[i] = pr < ph && pc < pw ? dxp[(plane * ph + pr) * pw + pc] : T(0);
+  }
+}
+
+// ---- descriptors -----------------------------------------------------------------
+
+template <class T>
+constexpr cudnnDataType_t cudnn_type() {
+  return sizeof(T) == 4 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE;
+}
+
+/// The four cuDNN descriptors of one convolution, destroyed with it.
+template <class T>
+struct ConvDescriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+
+  ConvDescriptors(const ConvGeometry& g, bool tf32, const char* op) {
+    FROST_CUDA(cudnnCreateTensorDescriptor(&x), op);
+    FROST_CUDA(cudnnCreateTensorDescriptor(&y), op);
+    FROST_CUDA(cudnnCreateFilterDescriptor(&w), op);
+    FROST_CUDA(cudnnCreateConvolutionDescriptor(&conv), op);
+    FROST_CUDA(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, cudnn_type<T>(), g.x[0], g.x[1], g.x[2], g.x[3]), op);
+    FROST_CUDA(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, cudnn_type<T>(), g.y[0], g.y[1], g.y[2], g.y[3]), op);
+    FROST_CUDA(cudnnSetFilter4dDescriptor(w, cudnn_type<T>(), CUDNN_TENSOR_NCHW, g.w[0], g.w[1], g.w[2], g.w[3]), op);
+    FROST_CUDA(cudnnSetConvolution2dDescriptor(conv, g.pad[0], g.pad[1], g.stride[0], g.stride[1], g.dilation[0],
+                                               g.dilation[1], CUDNN_CROSS_CORRELATION, cudnn_type<T>()),
+               op);
+    FROST_CUDA(cudnnSetConvolutionGroupCount(conv, g.groups), op);
+    // FMA math keeps float convolutions in full fp32 unless TF32 was allowed.
+    FROST_CUDA(cudnnSetConvolutionMathType(conv, sizeof(T) == 4 && tf32 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                                                                          : CUDNN_FMA_MATH),
+               op);
+  }
+  ~ConvDescriptors() {
+    cudnnDestroyConvolutionDescriptor(conv);
+    cudnnDestroyFilterDescriptor(w);
+    cudnnDestroyTensorDescriptor(y);
+    cudnnDestroyTensorDescriptor(x);
+  }
+  ConvDescriptors(const ConvDescriptors&) = delete;
+  ConvDescriptors& operator=(const ConvDescriptors&) = delete;
+};
+
+/// The algorithm chosen for one key, and the workspace it needs.
+struct ConvAlgo {
+  int algo = 0;
+  std::size_t workspace = 0;
+};
+
+/// Picks from cuDNN's ranked candidates (heuristics) or times them (benchmark
+/// mode): the first that succeeds and fits `max_ws`.
+template <class Perf, class Get, class Find>
+ConvAlgo choose_algo(bool benchmark, std::size_t max_ws, Get&& get, Find&& find, const char* op) {
+  constexpr int kMax = 16;
+  Perf perf[kMax];
+  int n = 0;
+  if (benchmark) find(kMax, &n, perf);
+  else get(kMax, &n, perf);
+  for (int i = 0; i < n; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= max_ws)
+      return {static_cast<int>(perf[i].algo), perf[i].memory};
+  detail::fail("frost::", op, ": cuDNN offered no convolution algorithm that fits a ", max_ws, "-byte workspace");
+}
+
+}  // namespace frost::cuda_detail

@@ -1,0 +1,469 @@
+// CudaBackend<T>: Backend<T> on device memory. Elementwise, reductions,
+// indexing, pooling and optimizer steps are frost's kernels (kernels/*.cuh);
+// matmul is cuBLAS; convolution is cuDNN. Everything runs on the context's one
+// stream, so the eager path never synchronises except to read values back.
+#pragma once
+#include <climits>
+#include <cstdint>
+
+#include <frost/backend/backend.hpp>
+
+#include "context.cuh"
+#include "elementwise.cuh"
+#include "fused.cuh"
+#include "index.cuh"
+#include "optim.cuh"
+#include "pool.cuh"
+#include "reduce.cuh"
+
+namespace frost::cuda_detail {
+
+template <class T>
+class CudaBackend final : public Backend<T> {
+ public:
+  Device device() const override { return Device::cuda(0); }
+  DeviceAllocator* allocator() override { return &alloc_; }
+
+  void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) override {
+    if constexpr (FloatScalar<T>) {
+      const View<const T>* in[1] = {&x};
+      launch_map<T, 1>(ctx("unary"), y, in, UnaryFn<T>{op, p0, p1}, op_name(op));
+    } else {
+      math_unsupported(op_name(op));
+    }
+  }
+  void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) override {
+    if constexpr (FloatScalar<T>) {
+      const View<const T>* in[2] = {&a, &b};
+      launch_map<T, 2>(ctx("binary"), y, in, BinaryFn<T>{op, p}, op_name(op));
+    } else {
+      math_unsupported(op_name(op));
+    }
+  }
+  void where(const View<const T>& c, const View<const T>& a, const View<const T>& b, const View<T>& y) override {
+    const View<const T>* in[3] = {&c, &a, &b};
+    launch_map<T, 3>(ctx("where"), y, in, WhereFn<T>{}, "where");
+  }
+  void copy(const View<const T>& x, const View<T>& y) override {
+    if (x.is_contiguous() && y.is_contiguous() && x.shape == y.shape) {
+      if (x.numel() > 0 && x.data != y.data)
+        FROST_CUDA(cudaMemcpyAsync(y.data, x.data, static_cast<std::size_t>(x.numel()) * sizeof(T),
+                                   cudaMemcpyDeviceToDevice, ctx("copy").stream),
+                   "copy");
+      return;
+    }
+    const View<const T>* in[1] = {&x};
+    launch_map<T, 1>(ctx("copy"), y, in, CopyFn<T>{}, "copy");
+  }
+  void fill(const View<T>& y, T value) override {
+    const View<const T>* in[1] = {nullptr};
+    launch_map<T, 0>(ctx("fill"), y, in, FillFn<T>{value}, "fill");
+  }
+  void random(const View<T>& y, philox::Dist dist, std::uint64_t seed, std::uint64_t offset, double lo,
+              double hi) override {
+    launch_random(ctx("random"), y, dist, seed, offset, lo, hi);
+  }
+
+  void reduce(ReduceOp op, const View<const T>& x, int n_reduced, const View<T>& y) override {
+    if constexpr (FloatScalar<T>) {
+      Context& cx = ctx("reduce");
+      const int nk = x.ndim() - n_reduced;
+      Shape kept;
+      std::int64_t inner = 1;
+      for (int d = 0; d < x.ndim(); ++d) {
+        if (d < nk) kept.push_back(x.shape[d]);
+        else inner *= x.shape[d];
+      }
+      const std::int64_t rows = kept.numel(), chunks = reduce_chunks_for(rows, inner, cx.sm_count);
+      if (rows == 0 || chunks == 1) {
+        launch_reduce(cx, op, x, n_reduced, y);
+        return;
+      }
+      // Two passes: chunks of each row into partials, then the partials.
+      TempBuffer partial(cx, static_cast<std::size_t>(rows * chunks) * sizeof(T), "reduce");
+      launch_reduce_chunks(cx, op, x, n_reduced, y, chunks, partial.as<T>());
+      Shape ps = kept;
+      ps.push_back(chunks);
+      launch_reduce(cx, op, View<const T>(partial.as<T>(), ps), 1, y);
+    } else {
+      math_unsupported("reduce");
+    }
+  }
+  void arg_reduce(bool is_max, const View<const T>& x, const View<T>& values,
+                  const View<std::int64_t>& indices) override {
+    launch_arg_reduce(ctx("arg_reduce"), is_max, x, values, indices);
+  }
+  void softmax(const View<const T>& x, const View<T>& y, bool log) override {
+    if constexpr (FloatScalar<T>) launch_softmax(ctx("softmax"), x, y, log);
+    else math_unsupported("softmax");
+  }
+
+  void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a, std::int64_t lda,
+            std::int64_t sa, const T* b, std::int64_t ldb, std::int64_t sb, T beta, T* c, std::int64_t ldc,
+            std::int64_t sc, std::int64_t batch) override {
+    if constexpr (FloatScalar<T>) {
+      Context& cx = ctx("matmul");
+      if (m == 0 || n == 0 || batch == 0) return;
+      for (std::int64_t v : {m, n, k, lda, ldb, ldc, batch})
+        FROST_CHECK(v <= INT_MAX, "frost::matmul (cuBLAS): extent ", v, " (m=", m, ", n=", n, ", k=", k,
+                    ", batch=", batch, ") does not fit cuBLAS's 32-bit arguments");
+      FROST_CUDA(cublasSetMathMode(cx.cublas, switches().tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+                 "matmul");
+      // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T:
+      // swap the operands, keep each one's transpose flag.
+      const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+      const int M = int(n), N = int(m), K = int(k);
+      if constexpr (sizeof(T) == 4)
+        FROST_CUDA(cublasSgemmStridedBatched(cx.cublas, opb, opa, M, N, K, &alpha, b, int(ldb), sb, a, int(lda), sa,
+                                             &beta, c, int(ldc), sc, int(batch)),
+                   "matmul");
+      else
+        FROST_CUDA(cublasDgemmStridedBatched(cx.cublas, opb, opa, M, N, K, &alpha, b, int(ldb), sb, a, int(lda), sa,
+                                             &beta, c, int(ldc), sc, int(batch)),
+                   "matmul");
+    } else {
+      math_unsupported("gemm");
+    }
+  }
+
+  void index_select(const View<const T>& x, int dim, const View<const std::int64_t>& index,
+                    const View<T>& y) override {
+    Context& cx = ctx("index_select");
+    const std::int64_t n = y.numel();
+    if (n == 0) return;
+    const IndexGeom g = index_geom(y.shape, dim, y.strides, Shape{}, x.strides);
+    arm_flag(cx);
+    index_select_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(
+        n, g, x.shape[dim], index.strides[0], x.data, index.data, y.data, cx.flag);
+    check_flag(cx, "index_select", dim, x.shape[dim]);
+  }
+  void gather(const View<const T>& x, int dim, const View<const std::int64_t>& index, const View<T>& y) override {
+    Context& cx = ctx("gather");
+    const std::int64_t n = y.numel();
+    if (n == 0) return;
+    const IndexGeom g = index_geom(y.shape, dim, y.strides, index.strides, x.strides);
+    arm_flag(cx);
+    gather_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(n, g, x.shape[dim], x.data, index.data,
+                                                                            y.data, cx.flag);
+    check_flag(cx, "gather", dim, x.shape[dim]);
+  }
+  void scatter_add(const View<T>& y, int dim, const View<const std::int64_t>& index,
+                   const View<const T>& src) override {
+    Context& cx = ctx("scatter_add");
+    const std::int64_t n = index.numel();
+    if (n == 0) return;
+    const IndexGeom g = index_geom(index.shape, dim, src.strides, index.strides, y.strides);
+    arm_flag(cx);
+    scatter_add_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(n, g, y.shape[dim], src.data,
+                                                                                 index.data, y.data, cx.flag);
+    check_flag(cx, "scatter_add", dim, y.shape[dim]);
+  }
+
+  void conv2d(const Conv2dParams& p, const View<const T>& x, const View<const T>& w, const T* bias, const View<T>& y,
+              UnaryOp act) override;
+  void conv2d_grad_input(const Conv2dParams& p, const View<const T>& dy, const View<const T>& w,
+                         const View<T>& dx) override;
+  void conv2d_grad_weight(const Conv2dParams& p, const View<const T>& x, const View<const T>& dy,
+                          const View<T>& dw) override;
+
+  void max_pool2d(const Pool2dParams& p, const View<const T>& x, const View<T>& y,
+                  const View<std::int64_t>& indices) override {
+    if constexpr (FloatScalar<T>) {
+      Context& cx = ctx("max_pool2d");
+      const std::int64_t n = y.numel();
+      if (n == 0) return;
+      max_pool_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(p, x.data, y.data, indices.data);
+      check_launch("max_pool2d");
+    } else {
+      math_unsupported("max_pool2d");
+    }
+  }
+  void max_pool2d_backward(const Pool2dParams& p, const View<const T>& dy, const View<const std::int64_t>& indices,
+                           const View<T>& dx) override {
+    if constexpr (FloatScalar<T>) {
+      Context& cx = ctx("max_pool2d_backward");
+      if (dx.numel() == 0) return;
+      FROST_CUDA(cudaMemsetAsync(dx.data, 0, static_cast<std::size_t>(dx.numel()) * sizeof(T), cx.stream),
+                 "max_pool2d_backward");
+      if (dy.numel() == 0) return;
+      max_pool_backward_kernel<T><<<grid_for(dy.numel(), cx.sm_count), kThreads, 0, cx.stream>>>(p, dy.data,
+                                                                                                  indices.data, dx.data);
+      check_launch("max_pool2d_backward");
+    } else {
+      math_unsupported("max_pool2d_backward");
+    }
+  }
+  void avg_pool2d(const Pool2dParams& p, const View<const T>& x, const View<T>& y) override {
+    if constexpr (FloatScalar<T>) {
+      Context& cx = ctx("avg_pool2d");
+      if (y.numel() == 0) return;
+      avg_pool_kernel<T><<<grid_for(y.numel(), cx.sm_count), kThreads, 0, cx.stream>>>(p, x.data, y.data);
+      check_launch("avg_pool2d");
+    } else {
+      math_unsupported("avg_pool2d");
+    }
+  }
+  void avg_pool2d_backward(const Pool2dParams& p, const View<const T>& dy, const View<T>& dx) override {
+    if constexpr (FloatScalar<T>) {
+      Context& cx = ctx("avg_pool2d_backward");
+      if (dx.numel() == 0) return;
+      avg_pool_backward_kernel<T><<<grid_for(dx.numel(), cx.sm_count), kThreads, 0, cx.stream>>>(p, dy.data, dx.data);
+      check_launch("avg_pool2d_backward");
+    } else {
+      math_unsupported("avg_pool2d_backward");
+    }
+  }
+
+  void fused_elementwise(const FusedInstr* prog, int n_instrs, const T* const* inputs, int n_inputs, T* y,
+                         std::int64_t n) override {
+    if constexpr (FloatScalar<T>) launch_fused(ctx("fused_elementwise"), prog, n_instrs, inputs, n_inputs, y, n);
+    else math_unsupported("fused_elementwise");
+  }
+  void bias_act(T* y, std::int64_t n, const T* bias, std::int64_t channels, std::int64_t inner, UnaryOp act) override {
+    if constexpr (FloatScalar<T>) launch_bias_act(ctx("bias_act"), y, n, bias, channels, inner, act, "bias_act");
+    else math_unsupported("bias_act");
+  }
+  void linear(std::int64_t m, std::int64_t n, std::int64_t k, const T* x, std::int64_t ldx, bool trans_x, const T* w,
+              std::int64_t ldw, bool packed, const T* bias, T* y, UnaryOp act) override {
+    if constexpr (std::is_same_v<T, float>) {
+      Context& cx = ctx("linear");
+      if (m > 0 && n > 0 && k > 0 && !trans_x && bias && (act == UnaryOp::copy || act == UnaryOp::relu) &&
+          lt_linear(cx.lt, cx.stream, cx.cublas_workspace, Context::kCublasWorkspace, switches().tf32, m, n, k, x, ldx,
+                    w, ldw, packed, bias, y, act))
+        return;
+    }
+    Backend<T>::linear(m, n, k, x, ldx, trans_x, w, ldw, packed, bias, y, act);
+  }
+  void optimizer_step(const OptimStep<T>& o, T* p, const T* g, T* s0, T* s1, T* s2, std::int64_t n) override {
+    if constexpr (FloatScalar<T>) {
+      Context& cx = ctx("optimizer_step");
+      if (n == 0) return;
+      optimizer_step_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(o, p, g, s0, s1, s2, n);
+      check_launch("optimizer_step");
+    } else {
+      math_unsupported("optimizer_step");
+    }
+  }
+
+  void copy_from_host(const T* host, T* dev, std::int64_t n) override {
+    Context& cx = ctx("to(cuda)");
+    if (n == 0) return;
+    FROST_CUDA(cudaMemcpyAsync(dev, host, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyHostToDevice, cx.stream),
+               "to(cuda)");
+    cx.sync("to(cuda)");  // the host buffer may be freed as soon as this returns
+  }
+  void copy_to_host(const T* dev, T* host, std::int64_t n) override {
+    Context& cx = ctx("to(cpu)");
+    if (n == 0) return;
+    FROST_CUDA(cudaMemcpyAsync(host, dev, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToHost, cx.stream),
+               "to(cpu)");
+    cx.sync("to(cpu)");
+  }
+  void synchronize() override { ctx("synchronize").sync("synchronize"); }
+
+ private:
+  Context& ctx(const char* op) {
+    if (!ctx_) ctx_ = &context(op);
+    return *ctx_;
+  }
+  static void arm_flag(Context& cx) {
+    FROST_CUDA(cudaMemsetAsync(cx.flag, 0, 2 * sizeof(unsigned long long), cx.stream), "index check");
+  }
+  /// Reads the index flag back (one sync) and reports a bad index as the CPU kernels do.
+  static void check_flag(Context& cx, const char* op, int dim, std::int64_t size) {
+    check_launch(op);
+    unsigned long long f[2] = {0, 0};
+    FROST_CUDA(cudaMemcpyAsync(f, cx.flag, sizeof f, cudaMemcpyDeviceToHost, cx.stream), op);
+    cx.sync(op);
+    const auto bad = static_cast<std::int64_t>(f[1]);
+    FROST_CHECK(f[0] == 0, "frost::", op, ": index ", bad, " is out of bounds for dim ", dim, " with size ", size,
+                " (expected 0 <= index < ", size, ")");
+  }
+  [[noreturn]] static void math_unsupported(const char* op) {
+    detail::fail("frost::", op, ": not defined for ", dtype_name<T>(),
+                 " tensors (index tensors support creation, views, copies and indexing; convert with to<float>())");
+  }
+
+  template <class Perf, class Get, class Find>
+  ConvAlgo algo_for(const Conv2dParams& p, ConvPass pass, Get&& get, Find&& find, const char* op) {
+    Context& cx = *ctx_;
+    const bool timed = switches().benchmark;
+    const ConvKey key(p, dtype_of<T>(), pass, switches().tf32, timed);
+    {
+      std::lock_guard<std::mutex> g(cx.algo_mutex);
+      auto it = cx.algos.find(key);
+      if (it != cx.algos.end()) return it->second;
+    }
+    const ConvAlgo a = choose_algo<Perf>(timed, kMaxWorkspace, get, find, op);
+    std::lock_guard<std::mutex> g(cx.algo_mutex);
+    cx.algos.emplace(key, a);
+    return a;
+  }
+
+  /// x copied into a zero-padded buffer of the geometry's extents.
+  void pad_input(Context& cx, const ConvGeometry& g, const Conv2dParams& p, const T* x, T* xp) {
+    const std::int64_t planes = p.batch * p.in_channels, n = planes * g.x[2] * g.x[3];
+    pad_copy_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(planes, p.in_h, p.in_w, g.x[2], g.x[3],
+                                                                              g.pad_top, g.pad_left, x, xp);
+    check_launch("conv2d (padding)");
+  }
+
+  /// y = relu(conv(x) + bias) in one cuDNN call; false when cuDNN does not
+  /// support it for this algorithm (the caller runs the unfused path).
+  static bool fused_bias_relu(Context& cx, const ConvDescriptors<T>& d, const ConvGeometry& g,
+                              cudnnConvolutionFwdAlgo_t algo, void* ws, std::size_t ws_bytes, const T* x, const T* w,
+                              const T* bias, T* y) {
+    const char* op = "conv2d (fused bias + relu)";
+    cudnnTensorDescriptor_t bd = nullptr;
+    cudnnActivationDescriptor_t ad = nullptr;
+    FROST_CUDA(cudnnCreateTensorDescriptor(&bd), op);
+    FROST_CUDA(cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NCHW, cudnn_type<T>(), 1, g.y[1], 1, 1), op);
+    FROST_CUDA(cudnnCreateActivationDescriptor(&ad), op);
+    FROST_CUDA(cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0), op);
+    const T one = 1, zero = 0;
+    // z = y with alpha2 = 0: cuDNN reads no residual.
+    const cudnnStatus_t s = cudnnConvolutionBiasActivationForward(cx.cudnn, &one, d.x, x, d.w, w, d.conv, algo, ws,
+                                                                  ws_bytes, &zero, d.y, y, bd, bias, ad, d.y, y);
+    cudnnDestroyActivationDescriptor(ad);
+    cudnnDestroyTensorDescriptor(bd);
+    if (s == CUDNN_STATUS_NOT_SUPPORTED || s == CUDNN_STATUS_BAD_PARAM) return false;
+    check(s, "cudnnConvolutionBiasActivationForward", op);
+    return true;
+  }
+
+  CudaAllocator alloc_;
+  Context* ctx_ = nullptr;
+};
+
+template <class T>
+void CudaBackend<T>::conv2d(const Conv2dParams& p, const View<const T>& x, const View<const T>& w, const T* bias,
+                            const View<T>& y, UnaryOp act) {
+  if constexpr (FloatScalar<T>) {
+    const char* op = "conv2d";
+    Context& cx = ctx(op);
+    if (y.numel() == 0) return;
+    const ConvGeometry g = conv_geometry(p);
+    const bool tf32 = switches().tf32;
+    ConvDescriptors<T> d(g, tf32, op);
+    const T* xin = x.data;
+    TempBuffer padded(cx, g.explicit_pad ? std::size_t(g.x[0]) * g.x[1] * g.x[2] * g.x[3] * sizeof(T) : 0, op);
+    if (g.explicit_pad) {
+      pad_input(cx, g, p, x.data, padded.as<T>());
+      xin = padded.as<T>();
+    }
+    const ConvAlgo a = algo_for<cudnnConvolutionFwdAlgoPerf_t>(
+        p, ConvPass::forward,
+        [&](int req, int* n, cudnnConvolutionFwdAlgoPerf_t* perf) {
+          FROST_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(cx.cudnn, d.x, d.w, d.conv, d.y, req, n, perf), op);
+        },
+        [&](int req, int* n, cudnnConvolutionFwdAlgoPerf_t* perf) {
+          void* ws = cx.workspace_for(kMaxWorkspace, op);
+          FROST_CUDA(cudnnFindConvolutionForwardAlgorithmEx(cx.cudnn, d.x, xin, d.w, w.data, d.conv, d.y, y.data, req,
+                                                            n, perf, ws, kMaxWorkspace),
+                     op);
+        },
+        op);
+    void* ws = cx.workspace_for(a.workspace, op);
+    const T one = 1, zero = 0;
+    // Bias + ReLU (a plan's fused epilogue) inside cuDNN's convolution when it takes them.
+    if (bias && act == UnaryOp::relu &&
+        fused_bias_relu(cx, d, g, static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws, a.workspace, xin, w.data, bias,
+                        y.data))
+      return;
+    FROST_CUDA(cudnnConvolutionForward(cx.cudnn, &one, d.x, xin, d.w, w.data, d.conv,
+                                       static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws, a.workspace, &zero, d.y,
+                                       y.data),
+               op);
+    if (bias || act != UnaryOp::copy) launch_bias_act(cx, y.data, y.numel(), bias, p.out_channels, p.out_h * p.out_w, act, op);
+  } else {
+    math_unsupported("conv2d");
+  }
+}
+
+template <class T>
+void CudaBackend<T>::conv2d_grad_input(const Conv2dParams& p, const View<const T>& dy, const View<const T>& w,
+                                       const View<T>& dx) {
+  if constexpr (FloatScalar<T>) {
+    const char* op = "conv2d_grad_input";
+    Context& cx = ctx(op);
+    if (dx.numel() == 0) return;
+    const ConvGeometry g = conv_geometry(p);
+    ConvDescriptors<T> d(g, switches().tf32, op);
+    TempBuffer padded(cx, g.explicit_pad ? std::size_t(g.x[0]) * g.x[1] * g.x[2] * g.x[3] * sizeof(T) : 0, op);
+    T* out = g.explicit_pad ? padded.as<T>() : dx.data;
+    if (dy.numel() == 0) {
+      FROST_CUDA(cudaMemsetAsync(dx.data, 0, std::size_t(dx.numel()) * sizeof(T), cx.stream), op);
+      return;
+    }
+    const ConvAlgo a = algo_for<cudnnConvolutionBwdDataAlgoPerf_t>(
+        p, ConvPass::backward_data,
+        [&](int req, int* n, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+          FROST_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(cx.cudnn, d.w, d.y, d.conv, d.x, req, n, perf), op);
+        },
+        [&](int req, int* n, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+          void* ws = cx.workspace_for(kMaxWorkspace, op);
+          FROST_CUDA(cudnnFindConvolutionBackwardDataAlgorithmEx(cx.cudnn, d.w, w.data, d.y, dy.data, d.conv, d.x, out,
+                                                                 req, n, perf, ws, kMaxWorkspace),
+                     op);
+        },
+        op);
+    void* ws = cx.workspace_for(a.workspace, op);
+    const T one = 1, zero = 0;
+    FROST_CUDA(cudnnConvolutionBackwardData(cx.cudnn, &one, d.w, w.data, d.y, dy.data, d.conv,
+                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), ws, a.workspace, &zero,
+                                            d.x, out),
+               op);
+    if (g.explicit_pad) {
+      const std::int64_t planes = p.batch * p.in_channels, n = planes * p.in_h * p.in_w;
+      crop_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(planes, p.in_h, p.in_w, g.x[2], g.x[3],
+                                                                            g.pad_top, g.pad_left, out, dx.data);
+      check_launch(op);
+    }
+  } else {
+    math_unsupported("conv2d_grad_input");
+  }
+}
+
+template <class T>
+void CudaBackend<T>::conv2d_grad_weight(const Conv2dParams& p, const View<const T>& x, const View<const T>& dy,
+                                        const View<T>& dw) {
+  if constexpr (FloatScalar<T>) {
+    const char* op = "conv2d_grad_weight";
+    Context& cx = ctx(op);
+    if (dw.numel() == 0) return;
+    if (dy.numel() == 0) {
+      FROST_CUDA(cudaMemsetAsync(dw.data, 0, std::size_t(dw.numel()) * sizeof(T), cx.stream), op);
+      return;
+    }
+    const ConvGeometry g = conv_geometry(p);
+    ConvDescriptors<T> d(g, switches().tf32, op);
+    const T* xin = x.data;
+    TempBuffer padded(cx, g.explicit_pad ? std::size_t(g.x[0]) * g.x[1] * g.x[2] * g.x[3] * sizeof(T) : 0, op);
+    if (g.explicit_pad) {
+      pad_input(cx, g, p, x.data, padded.as<T>());
+      xin = padded.as<T>();
+    }
+    const ConvAlgo a = algo_for<cudnnConvolutionBwdFilterAlgoPerf_t>(
+        p, ConvPass::backward_filter,
+        [&](int req, int* n, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+          FROST_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cx.cudnn, d.x, d.y, d.conv, d.w, req, n, perf), op);
+        },
+        [&](int req, int* n, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+          void* ws = cx.workspace_for(kMaxWorkspace, op);
+          FROST_CUDA(cudnnFindConvolutionBackwardFilterAlgorithmEx(cx.cudnn, d.x, xin, d.y, dy.data, d.conv, d.w,
+                                                                   dw.data, req, n, perf, ws, kMaxWorkspace),
+                     op);
+        },
+        op);
+    void* ws = cx.workspace_for(a.workspace, op);
+    const T one = 1, zero = 0;
+    FROST_CUDA(cudnnConvolutionBackwardFilter(cx.cudnn, &one, d.x, xin, d.y, dy.data, d.conv,
+                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), ws, a.workspace,
+                                              &zero, d.w, dw.data),
+               op);
+  } else {
+    math_unsupported("conv2d_grad_weight");
+  }
+}
+
+}  // namespace frost::cuda_detail

@@ -1,0 +1,68 @@
+// A frozen plan's linear step as one cuBLASLt matmul with its bias (and
+// ReLU) epilogue: the bias add and activation happen in the GEMM's
+// write-out, no second pass over the output. Row-major y = x W^T is
+// column-major y^T = W x^T, so W is cuBLASLt's A and x its B.
+#pragma once
+#include <cublasLt.h>
+
+#include <cstdint>
+
+#include <frost/core/functors.hpp>
+
+#include "check.cuh"
+
+namespace frost::cuda_detail {
+
+/// Owns the descriptors of one call.
+struct LtCall {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~LtCall() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (d) cublasLtMatrixLayoutDestroy(d);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+/// y[m, n] = act(x[m, k] op(w) + bias) in float with act copy or relu and a
+/// bias; false when cuBLASLt has no algorithm for it (the caller falls back).
+inline bool lt_linear(cublasLtHandle_t lt, cudaStream_t stream, void* workspace, std::size_t workspace_bytes, bool tf32,
+                      std::int64_t m, std::int64_t n, std::int64_t k, const float* x, std::int64_t ldx, const float* w,
+                      std::int64_t ldw, bool packed, const float* bias, float* y, UnaryOp act) {
+  const char* op = "linear (cuBLASLt)";
+  LtCall c;
+  FROST_CUDA(cublasLtMatmulDescCreate(&c.op, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F), op);
+  const cublasOperation_t ta = packed ? CUBLAS_OP_N : CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  FROST_CUDA(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), op);
+  FROST_CUDA(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), op);
+  const cublasLtEpilogue_t epi = act == UnaryOp::relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  FROST_CUDA(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), op);
+  const void* bp = bias;
+  FROST_CUDA(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp), op);
+  // Column-major views: packed w [k, n] is n x k (ld ldw); w [n, k] is k x n, transposed.
+  FROST_CUDA(packed ? cublasLtMatrixLayoutCreate(&c.a, CUDA_R_32F, n, k, ldw)
+                    : cublasLtMatrixLayoutCreate(&c.a, CUDA_R_32F, k, n, ldw),
+             op);
+  FROST_CUDA(cublasLtMatrixLayoutCreate(&c.b, CUDA_R_32F, k, m, ldx), op);
+  FROST_CUDA(cublasLtMatrixLayoutCreate(&c.d, CUDA_R_32F, n, m, n), op);
+  FROST_CUDA(cublasLtMatmulPreferenceCreate(&c.pref), op);
+  FROST_CUDA(cublasLtMatmulPreferenceSetAttribute(c.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                                  sizeof workspace_bytes),
+             op);
+  cublasLtMatmulHeuristicResult_t best{};
+  int found = 0;
+  if (cublasLtMatmulAlgoGetHeuristic(lt, c.op, c.a, c.b, c.d, c.d, c.pref, 1, &best, &found) != CUBLAS_STATUS_SUCCESS ||
+      found == 0)
+    return false;
+  const float one = 1, zero = 0;
+  const cublasStatus_t s = cublasLtMatmul(lt, c.op, &one, w, c.a, x, c.b, &zero, y, c.d, y, c.d, &best.algo, workspace,
+                                          workspace_bytes, stream);
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED) return false;
+  check(s, "cublasLtMatmul", op);
+  return true;
+}
+
+}  // namespace frost::cuda_detail

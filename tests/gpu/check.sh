@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The GPU check: builds frost with CUDA and runs, on one GPU, the CUDA test
+# suite (CPU-vs-CUDA parity of every op-table row forward and backward, the
+# nn layers, optimizer steps, ResearchModel training steps against the CPU
+# run, device moves, errors and memory counters), then the CUDA benchmark.
+# Usage: tests/gpu/check.sh LOG_DIR   (writes LOG_DIR/gpu_check.log, and
+# LOG_DIR/eager_vs_frozen_cuda.json when Google Benchmark is installed)
+set -uo pipefail
+out=${1:?usage: tests/gpu/check.sh LOG_DIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+build=${FROST_GPU_BUILD:-build/gpu}
+jobs=$(nproc 2>/dev/null || echo 4)
+status=0
+
+{
+  echo "== GPU check: $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi: not available"
+  nvcc --version | tail -1
+
+  # Google Benchmark is optional here: the suite runs without it
+  # (BENCHMARK_DIR may name its CMake package folder).
+  bench=OFF
+  bench_args=()
+  if [[ -n ${BENCHMARK_DIR:-} ]]; then
+    bench=ON
+    bench_args=(-Dbenchmark_DIR="$BENCHMARK_DIR")
+  elif [[ -f /usr/include/benchmark/benchmark.h || -f /usr/local/include/benchmark/benchmark.h ]]; then
+    bench=ON
+  fi
+  arch=${FROST_CUDA_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')}
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFROST_WITH_CUDA=ON \
+    ${arch:+-DCMAKE_CUDA_ARCHITECTURES=$arch} \
+    -DFROST_BUILD_TESTS=ON -DFROST_BUILD_EXAMPLES=OFF -DFROST_BUILD_BENCHMARKS=$bench -DFROST_INSTALL=OFF \
+    "${bench_args[@]}" || exit 1
+  targets=(frost_cuda_tests)
+  [[ $bench == ON ]] && targets+=(bench_eager_vs_frozen)
+  echo "== build (${targets[*]}, $jobs jobs)"
+  time cmake --build "$build" -j"$jobs" --target "${targets[@]}" || exit 1
+
+  echo "== CUDA test suite"
+  "$build"/frost_cuda_tests -ts=cuda --duration=true || status=1
+
+  if [[ $bench == ON ]]; then
+    echo "== CUDA benchmark"
+    "$build"/bench_eager_vs_frozen --device cuda --json "$out/eager_vs_frozen_cuda.json" || status=1
+  fi
+  echo "== GPU check finished: status $status"
+  exit $status
+} 2>&1 | tee "$out/gpu_check.log"
+exit "${PIPESTATUS[0]}"

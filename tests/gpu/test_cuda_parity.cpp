@@ -1,0 +1,473 @@
+// CUDA against CPU: every op-table row (forward and backward, double and
+// float), the nn layers, optimizer steps, a few training steps of the
+// ResearchModel, and the device plumbing (moves, host reads, errors, memory
+// counters). Built into frost_tests when frost::cuda is; each case reports
+// "skipped: no CUDA device" where no GPU is visible. tests/gpu/check.sh runs
+// them on a GPU.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../../examples/research_model.hpp"
+#include "../op_table.hpp"
+
+namespace frost::test::optable {
+
+namespace {
+
+const Device kCuda = Device::cuda();
+
+bool skip_without_gpu() {
+  if (frost::cuda::is_available()) return false;
+  MESSAGE("skipped: no CUDA device");
+  return true;
+}
+
+/// "" when a (moved back from the device) and b agree to atol + rtol |b|, NaN matching NaN.
+template <class T>
+std::string differ(const Tensor<T>& got, const Tensor<T>& want, double atol, double rtol, const std::string& what) {
+  if (got.shape() != want.shape()) return what + ": shape " + got.shape().str() + " vs CPU " + want.shape().str() + "\n";
+  const auto g = got.to_vector(), w = want.to_vector();
+  double worst = 0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const double a = double(g[i]), b = double(w[i]);
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (a == b) continue;  // equal infinities
+    const double excess = std::isnan(a) || std::isnan(b) ? INFINITY : std::abs(a - b) / (atol + rtol * std::abs(b));
+    if (excess > worst) {
+      worst = excess;
+      at = i;
+    }
+  }
+  if (worst <= 1) return "";
+  return what + ": element " + std::to_string(at) + " is " + std::to_string(double(g[at])) + " on CUDA, " +
+         std::to_string(double(w[at])) + " on the CPU\n";
+}
+
+/// A row on the CPU and on CUDA from the same values: the outputs, then the
+/// gradients of sum(w * y) for a fixed random w.
+template <class T>
+std::string row_parity(const Row& r, double atol, double rtol) {
+  const Prepared p = prepare(r);
+  const auto& f = [&]() -> const OpFn<T>& {
+    if constexpr (std::is_same_v<T, double>) return r.fd;
+    else return r.ff;
+  }();
+  auto cpu = bases<T>(p);
+  std::vector<Tensor<T>> dev;
+  for (auto& b : cpu) {
+    dev.push_back(b.to(kCuda));
+    if (r.grad) {
+      b.requires_grad_();
+      dev.back().requires_grad_();
+    }
+  }
+  const Tensor<T> y = f(views(r, cpu));
+  const Tensor<T> yd = f(views(r, dev));
+  std::string out;
+  if (yd.device() != kCuda) out += "the result is on " + yd.device().str() + "\n";
+  out += differ(yd.cpu(), y, atol, rtol, "forward");
+  if (!r.grad || !y.requires_grad() || y.numel() == 0) return out;
+  Generator gen(99);
+  const Tensor<T> w = Tensor<T>::rand(y.shape(), &gen) + T(0.5);
+  (y * w).sum().backward();
+  (yd * w.to(kCuda)).sum().backward();
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    const std::string what = "gradient of input " + std::to_string(i);
+    if (cpu[i].grad().defined() != dev[i].grad().defined()) out += what + ": defined on one device only\n";
+    else if (cpu[i].grad().defined()) out += differ(dev[i].grad().cpu(), cpu[i].grad(), atol, rtol, what);
+  }
+  return out;
+}
+
+std::vector<Row> every_row() {
+  std::vector<Row> all;
+  for (auto rows : {elementwise_rows(), reduce_linalg_rows(), views_index_rows(), conv_pool_rows()})
+    all.insert(all.end(), rows.begin(), rows.end());
+  return all;
+}
+
+}  // namespace
+
+TEST_SUITE("cuda") {
+
+TEST_CASE("cuda: every op-table row matches the CPU, forward and backward, in double") {
+  if (skip_without_gpu()) return;
+  for_rows(every_row(), [](const Row& r) {
+    const std::string problems = row_parity<double>(r, 1e-10, 1e-9);
+    CHECK_MESSAGE(problems.empty(), problems);
+  });
+}
+
+TEST_CASE("cuda: every op-table row matches the CPU, forward and backward, in float") {
+  if (skip_without_gpu()) return;
+  for_rows(every_row(), [](const Row& r) {
+    const std::string problems = row_parity<float>(r, 1e-5, 1e-4);
+    CHECK_MESSAGE(problems.empty(), problems);
+  });
+}
+
+}  // TEST_SUITE
+}  // namespace frost::test::optable
+
+namespace {
+
+using namespace frost;
+using frost::test::optable::differ;
+namespace nn = frost::nn;
+namespace F = frost::nn::functional;
+const Device kCuda = Device::cuda();
+
+bool no_gpu() {
+  if (frost::cuda::is_available()) return false;
+  MESSAGE("skipped: no CUDA device");
+  return true;
+}
+
+/// Two copies of one model, one on the CPU and one moved to CUDA: `steps`
+/// training steps with `opt_of` give the same losses (to `tol`) and
+/// parameters (to `param_atol`).
+template <class Model, class MakeOpt>
+void check_training(Model cpu_model, Model gpu_model, MakeOpt opt_of, const Tensor<float>& x, const IndexTensor& y,
+                    int steps, double tol, double param_atol) {
+  gpu_model->load_state_dict(cpu_model->state_dict());
+  gpu_model->to(kCuda);
+  auto opt_c = opt_of(cpu_model->parameters());
+  auto opt_g = opt_of(gpu_model->parameters());
+  const Tensor<float> xg = x.to(kCuda);
+  const IndexTensor yg = y.to(kCuda);
+  for (int s = 0; s < steps; ++s) {
+    manual_seed(100 + s);  // the same dropout masks and branch draws on both devices
+    opt_c.zero_grad();
+    auto lc = F::cross_entropy(cpu_model(x), y);
+    lc.backward();
+    opt_c.step();
+    manual_seed(100 + s);
+    opt_g.zero_grad();
+    auto lg = F::cross_entropy(gpu_model(xg), yg);
+    lg.backward();
+    opt_g.step();
+    CHECK_MESSAGE(std::abs(lc.item() - lg.item()) <= tol * (1 + std::abs(lc.item())), "step ", s, ": loss ",
+                  lc.item(), " on the CPU, ", lg.item(), " on CUDA");
+  }
+  const auto pc = cpu_model->named_parameters();
+  const auto pg = gpu_model->named_parameters();
+  REQUIRE(pc.size() == pg.size());
+  for (std::size_t i = 0; i < pc.size(); ++i) {
+    CHECK(pg[i].second.device() == kCuda);
+    const std::string problems = differ(pg[i].second.cpu(), pc[i].second, param_atol, tol, pc[i].first);
+    CHECK_MESSAGE(problems.empty(), problems);
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("cuda") {
+
+TEST_CASE("cuda: tensors move to the device and back, item and to_vector read through") {
+  if (no_gpu()) return;
+  auto x = Tensor<float>::from({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto d = x.to(kCuda);
+  CHECK(d.device() == kCuda);
+  CHECK(d.to_vector() == x.to_vector());
+  CHECK(d.t().contiguous().cpu().to_vector() == x.t().contiguous().to_vector());
+  CHECK(d.sum().item() == 21.0f);
+  CHECK(static_cast<bool>(d.max() > 5.5f));
+  CHECK(d.to<double>().device() == kCuda);
+  CHECK(d.to<double>().to_vector() == std::vector<double>{1, 2, 3, 4, 5, 6});
+  // Gradients flow back across the move.
+  auto leaf = x.clone().requires_grad_();
+  (leaf.to(kCuda) * 2.0f).sum().backward();
+  CHECK(leaf.grad().device() == Device::cpu());
+  CHECK(leaf.grad().to_vector() == std::vector<float>(6, 2.0f));
+  // copy_ across devices.
+  auto back = Tensor<float>::zeros({2, 3});
+  back.copy_(d * 3.0f);
+  CHECK(back.to_vector() == std::vector<float>{3, 6, 9, 12, 15, 18});
+}
+
+TEST_CASE("cuda: mixing devices in one op is a clear error") {
+  if (no_gpu()) return;
+  auto a = Tensor<float>::ones({2});
+  auto b = a.to(kCuda);
+  try {
+    (void)(a + b);
+    FAIL("no error");
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("different devices") != std::string::npos);
+    CHECK(m.find("cuda:0") != std::string::npos);
+  }
+  CHECK_THROWS_AS((void)a.matmul(b.view({2, 1})), Error);
+}
+
+TEST_CASE("cuda: Philox draws on the device equal the CPU's for the same seed") {
+  if (no_gpu()) return;
+  Generator g1(7), g2(7);
+  auto c = Tensor<float>::randn({1000}, &g1);
+  auto d = Tensor<float>::empty({1000}, kCuda);
+  frost::nn::init::normal_(d, 0.0, 1.0, &g2);
+  CHECK(differ(d.cpu(), c, 1e-6, 1e-5, "randn").empty());
+  manual_seed(3);
+  auto mc = F::dropout(Tensor<float>::ones({64, 33}), 0.3, true);
+  manual_seed(3);
+  auto md = F::dropout(Tensor<float>::ones({64, 33}, kCuda), 0.3, true);
+  CHECK(md.cpu().to_vector() == mc.to_vector());
+}
+
+TEST_CASE("cuda: long reductions split across blocks (sum, max, min, mean over few rows) match the CPU") {
+  if (no_gpu()) return;
+  Generator g(13);
+  for (const Shape& s : {Shape{1 << 20}, Shape{3, 100003}, Shape{2, 5, 70001}}) {
+    const auto x = Tensor<double>::randn(s, &g);
+    const auto d = x.to(kCuda);
+    CHECK(differ(d.sum().cpu(), x.sum(), 1e-9, 1e-12, "sum " + s.str()).empty());
+    CHECK(differ(d.max().cpu(), x.max(), 0, 0, "max " + s.str()).empty());
+    CHECK(differ(d.min().cpu(), x.min(), 0, 0, "min " + s.str()).empty());
+    CHECK(differ(d.sum({-1}).cpu(), x.sum({-1}), 1e-9, 1e-12, "row sums " + s.str()).empty());
+    CHECK(differ(d.mean({0}).cpu(), x.mean({0}), 1e-12, 1e-12, "column means " + s.str()).empty());
+  }
+  // NaN wins in a split max as it does on the CPU.
+  auto x = Tensor<float>::zeros({1 << 18});
+  x.narrow(0, 200000, 1).fill_(NAN);
+  CHECK(std::isnan(x.to(kCuda).max().item()));
+}
+
+TEST_CASE("cuda: an out-of-range index on the device is the CPU's error") {
+  if (no_gpu()) return;
+  auto x = Tensor<float>::ones({3, 4}, kCuda);
+  auto idx = IndexTensor::from({0, 5}).to(kCuda);
+  try {
+    (void)x.index_select(0, idx);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("index 5 is out of bounds for dim 0 with size 3") != std::string::npos);
+  }
+  // The device is still usable afterwards.
+  CHECK(x.sum().item() == 12.0f);
+}
+
+TEST_CASE("cuda: the memory counters follow allocations and the cap is a clear error") {
+  if (no_gpu()) return;
+  cuda::synchronize();
+  const auto before = cuda::memory_stats();
+  CHECK(before.total_bytes > 0);
+  {
+    auto big = Tensor<float>::empty({1 << 20}, kCuda);
+    CHECK(cuda::memory_stats().current_bytes >= before.current_bytes + (4 << 20));
+  }
+  CHECK(cuda::memory_stats().current_bytes == before.current_bytes);
+  cuda::set_per_process_memory_fraction(0.5);
+  try {
+    (void)Tensor<float>::empty({before.total_bytes / 4 + 1}, kCuda);  // more than half the device
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("memory cap") != std::string::npos);
+  }
+  cuda::set_per_process_memory_fraction(1.0);
+  CHECK(cuda::memory_stats().limit_bytes == before.total_bytes);
+}
+
+TEST_CASE("cuda: TF32 and benchmark mode are switches; off by default, results stay close") {
+  if (no_gpu()) return;
+  CHECK_FALSE(cuda::allow_tf32());
+  CHECK_FALSE(cuda::benchmark());
+  Generator g(5);
+  auto a = Tensor<float>::randn({256, 512}, &g), b = Tensor<float>::randn({512, 128}, &g);
+  auto w = Tensor<float>::randn({32, 16, 3, 3}, &g), x = Tensor<float>::randn({4, 16, 20, 20}, &g);
+  const auto ref = a.matmul(b);
+  const auto cref = frost::conv2d(x, w, {}, {.padding = 1});
+  CHECK(differ(a.to(kCuda).matmul(b.to(kCuda)).cpu(), ref, 1e-3, 1e-4, "fp32 matmul").empty());
+  cuda::set_allow_tf32(true);
+  cuda::set_benchmark(true);
+  CHECK(differ(a.to(kCuda).matmul(b.to(kCuda)).cpu(), ref, 0.5, 0.02, "tf32 matmul").empty());
+  CHECK(differ(frost::conv2d(x.to(kCuda), w.to(kCuda), {}, {.padding = 1}).cpu(), cref, 0.5, 0.02, "tf32 conv")
+            .empty());
+  cuda::set_allow_tf32(false);
+  CHECK(differ(frost::conv2d(x.to(kCuda), w.to(kCuda), {}, {.padding = 1}).cpu(), cref, 1e-4, 1e-4,
+               "benchmarked conv")
+            .empty());
+  cuda::set_benchmark(false);
+}
+
+TEST_CASE("cuda: padding='same' with an even kernel (cuDNN's explicit-padding path) matches the CPU") {
+  if (no_gpu()) return;
+  Generator g(11);
+  auto x = Tensor<double>::randn({2, 3, 9, 8}, &g).requires_grad_();
+  auto w = Tensor<double>::randn({4, 3, 4, 2}, &g).requires_grad_();
+  auto xd = x.detach().to(kCuda).requires_grad_(), wd = w.detach().to(kCuda).requires_grad_();
+  const auto y = frost::conv2d(x, w, {}, {.padding = "same"});
+  const auto yd = frost::conv2d(xd, wd, {}, {.padding = "same"});
+  CHECK(differ(yd.cpu(), y, 1e-10, 1e-9, "forward").empty());
+  y.sum().backward();
+  yd.sum().backward();
+  CHECK(differ(xd.grad().cpu(), x.grad(), 1e-10, 1e-9, "dx").empty());
+  CHECK(differ(wd.grad().cpu(), w.grad(), 1e-10, 1e-9, "dw").empty());
+}
+
+TEST_CASE("cuda: optimizer steps (SGD, Adam, AdamW, RMSprop) match the CPU") {
+  if (no_gpu()) return;
+  auto run = [](auto make_opt, const char* name) {
+    Generator g(21);
+    auto pc = Tensor<float>::randn({1000}, &g).requires_grad_();
+    auto pd = pc.detach().to(kCuda).requires_grad_();
+    auto oc = make_opt(std::vector<Tensor<float>>{pc});
+    auto od = make_opt(std::vector<Tensor<float>>{pd});
+    for (int s = 0; s < 4; ++s) {
+      oc.zero_grad();
+      od.zero_grad();
+      (pc * pc * float(s + 1)).sum().backward();
+      (pd * pd * float(s + 1)).sum().backward();
+      oc.step();
+      od.step();
+    }
+    const std::string problems = differ(pd.detach().cpu(), pc.detach(), 1e-6, 1e-5, name);
+    CHECK_MESSAGE(problems.empty(), problems);
+  };
+  run([](auto p) { return optim::SGD(p, {.lr = 0.01, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true}); },
+      "SGD");
+  run([](auto p) { return optim::Adam(p, {.lr = 1e-2, .weight_decay = 1e-2, .amsgrad = true}); }, "Adam");
+  run([](auto p) { return optim::AdamW(p, {.lr = 1e-2}); }, "AdamW");
+  run([](auto p) { return optim::RMSprop(p, {.lr = 1e-2, .momentum = 0.5, .centered = true}); }, "RMSprop");
+}
+
+TEST_CASE("cuda: nn layers on the device match the CPU, outputs and gradients") {
+  if (no_gpu()) return;
+  manual_seed(1);
+  nn::Sequential net(nn::Conv2d(3, 8, 3, {.padding = 1}), nn::BatchNorm2d(8), nn::ReLU(), nn::MaxPool2d(2),
+                     nn::Conv2d(8, 8, 3, {.stride = 2, .groups = 2}), nn::AvgPool2d(2, {.ceil_mode = true}),
+                     nn::Flatten(), nn::Linear(32, 5), nn::GELU(), nn::LayerNorm(Shape{5}));
+  nn::Sequential dev(nn::Conv2d(3, 8, 3, {.padding = 1}), nn::BatchNorm2d(8), nn::ReLU(), nn::MaxPool2d(2),
+                     nn::Conv2d(8, 8, 3, {.stride = 2, .groups = 2}), nn::AvgPool2d(2, {.ceil_mode = true}),
+                     nn::Flatten(), nn::Linear(32, 5), nn::GELU(), nn::LayerNorm(Shape{5}));
+  dev->load_state_dict(net->state_dict());
+  dev->to(kCuda);
+  Generator g(2);
+  auto x = Tensor<float>::randn({4, 3, 16, 16}, &g);
+  for (bool training : {true, false}) {
+    net->train(training);
+    dev->train(training);
+    const auto y = net(x), yd = dev(x.to(kCuda));
+    CHECK(differ(yd.cpu(), y, 1e-4, 1e-3, training ? "train forward" : "eval forward").empty());
+    if (training) {
+      y.pow(2.0f).sum().backward();
+      yd.pow(2.0f).sum().backward();
+      const auto pc = net->named_parameters(), pd = dev->named_parameters();
+      for (std::size_t i = 0; i < pc.size(); ++i) {
+        const std::string problems = differ(pd[i].second.grad().cpu(), pc[i].second.grad(), 1e-3, 1e-3, pc[i].first);
+        CHECK_MESSAGE(problems.empty(), problems);
+      }
+    }
+  }
+  // Running statistics moved and updated on the device.
+  const auto sc = net->state_dict(), sd = dev->state_dict();
+  CHECK(differ(sd.at("1.running_mean").cpu(), sc.at("1.running_mean"), 1e-5, 1e-4, "running_mean").empty());
+}
+
+TEST_CASE("cuda: a few training steps of the ResearchModel match the CPU run") {
+  if (no_gpu()) return;
+  manual_seed(0);
+  auto cpu_model = nn::make<guide::ResearchModel>();
+  auto gpu_model = nn::make<guide::ResearchModel>();
+  Generator g(3);
+  const auto x = Tensor<float>::randn({16, 3, 32, 32}, &g) * 0.5f;
+  const auto y = IndexTensor::randint(0, 10, {16}, &g);
+  // SGD with momentum: the updates are linear in the gradients, so the
+  // parameters agree to float rounding.
+  check_training(cpu_model, gpu_model, [](auto p) { return optim::SGD(p, {.lr = 0.01, .momentum = 0.9}); }, x, y, 4,
+                 2e-4, 1e-5);
+  // The guide's Adam: losses agree as tightly, but Adam's normalised steps
+  // turn a rounding-level gradient into a full lr-sized step where the
+  // gradient is ~0, so a parameter may differ by up to 2 lr per step.
+  auto cpu2 = nn::make<guide::ResearchModel>();
+  auto gpu2 = nn::make<guide::ResearchModel>();
+  check_training(cpu2, gpu2, [](auto p) { return optim::Adam(p, {.lr = 1e-3}); }, x, y, 4, 2e-4, 8e-3);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("cuda") {
+
+TEST_CASE("cuda: frozen plans on the device equal eager there, and replay as a CUDA Graph") {
+  if (no_gpu()) return;
+  namespace jit = frost::jit;
+  manual_seed(4);
+  auto model = nn::make<guide::ResearchModelBN>();
+  {
+    model->train();  // batch-norm statistics that are not the identity
+    NoGradGuard ng;
+    for (int i = 0; i < 2; ++i) model(Tensor<float>::randn({8, 3, 32, 32}) * 0.5f + 0.1f);
+  }
+  model->eval();
+  Generator g(8);
+  const auto x = Tensor<float>::randn({4, 3, 32, 32}, &g);
+  auto plan = jit::freeze(model, x);  // traced on the CPU
+  const auto cpu_out = plan.run(x);
+  model->to(kCuda);
+  plan.to(kCuda);
+  CHECK(plan.device() == kCuda);
+  for (int run = 0; run < 4; ++run) {  // run 0 warms, run 1 captures, runs 2.. replay the graph
+    const auto xi = run == 0 ? x : Tensor<float>::randn({4, 3, 32, 32}, &g);
+    Tensor<float> eager;
+    {
+      InferenceMode im;
+      eager = model(xi.to(kCuda));
+    }
+    const auto frozen = run % 2 ? plan.run(xi.to(kCuda)) : plan.run(xi);  // device or host inputs
+    CHECK(frozen.device() == kCuda);
+    const std::string problems = differ(frozen.cpu(), eager.cpu(), 1e-4, 1e-3, "run " + std::to_string(run));
+    CHECK_MESSAGE(problems.empty(), problems);
+    if (run == 0) CHECK(differ(frozen.cpu(), cpu_out, 1e-4, 1e-3, "CUDA plan vs CPU plan").empty());
+  }
+  const auto report = plan.check(model, x.to(kCuda));
+  CHECK_MESSAGE(report.ok, report.str());
+}
+
+TEST_CASE("cuda: a plan with a guard runs step by step on the device and still checks it") {
+  if (no_gpu()) return;
+  namespace jit = frost::jit;
+  manual_seed(5);
+  auto model = nn::make<guide::AdaptiveResNet>();
+  model->eval();
+  // As in examples/adaptive_resnet.cpp: bright inputs take the shallow branch, dark ones the deep one.
+  const auto easy = Tensor<float>::randn({2, 3, 16, 16}) * 0.1f + 3.0f;
+  auto plan = jit::freeze(model, easy);
+  REQUIRE_FALSE(plan.graph().guards.empty());
+  model->to(kCuda);
+  plan.to(kCuda);
+  for (int run = 0; run < 3; ++run) {
+    Tensor<float> eager;
+    {
+      InferenceMode im;
+      eager = model(easy.to(kCuda));
+    }
+    CHECK(differ(plan.run(easy).cpu(), eager.cpu(), 1e-4, 1e-3, "guarded plan").empty());
+  }
+  CHECK_THROWS_AS((void)plan.run(Tensor<float>::randn({2, 3, 16, 16}) * 0.1f), jit::GuardFailure);
+}
+
+TEST_CASE("cuda: an MLP plan (fused linear epilogues) on the device matches eager, batch 1 and 64") {
+  if (no_gpu()) return;
+  namespace jit = frost::jit;
+  for (std::int64_t batch : {1, 64}) {
+    manual_seed(6);
+    auto mlp = guide::make_mlp();
+    mlp->eval();
+    const auto x = Tensor<float>::randn({batch, 784});
+    auto plan = jit::freeze(mlp, x);
+    mlp->to(kCuda);
+    plan.to(kCuda);
+    for (int run = 0; run < 3; ++run) {
+      Tensor<float> eager;
+      {
+        InferenceMode im;
+        eager = mlp(x.to(kCuda));
+      }
+      CHECK(differ(plan.run(x).cpu(), eager.cpu(), 1e-4, 1e-3, "mlp plan").empty());
+    }
+  }
+}
+
+}  // TEST_SUITE

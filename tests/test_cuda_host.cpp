@@ -1,0 +1,164 @@
+// The CUDA backend's host-side logic, tested on the CPU: what cuDNN is asked
+// for a convolution (descriptor extents, the explicit-padding case), the
+// algorithm cache's keys, the device-memory bookkeeping and cap, and the
+// errors a program gets when CUDA is missing.
+#include <functional>
+#include <string>
+#include <unordered_set>
+
+#include "../kernels/conv_geometry.hpp"
+#include "../kernels/memory_book.hpp"
+#include "support.hpp"
+
+using namespace frost;
+using frost::cuda_detail::ConvKey;
+using frost::cuda_detail::ConvKeyHash;
+using frost::cuda_detail::ConvPass;
+using frost::cuda_detail::MemoryBook;
+
+namespace {
+
+Conv2dParams conv(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t pad, std::int64_t out,
+                  std::int64_t dilation = 1) {
+  Conv2dParams p;
+  p.batch = 2;
+  p.in_channels = 4;
+  p.in_h = p.in_w = in;
+  p.out_channels = 6;
+  p.kernel_h = p.kernel_w = k;
+  p.out_h = p.out_w = out;
+  p.stride_h = p.stride_w = stride;
+  p.pad_h = p.pad_w = pad;
+  p.dilation_h = p.dilation_w = dilation;
+  return p;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("cuda host: symmetric padding maps straight onto cuDNN's descriptors") {
+  // 3x3, pad 1: the usual "same" convolution.
+  auto g = cuda_detail::conv_geometry(conv(8, 3, 1, 1, 8));
+  CHECK_FALSE(g.explicit_pad);
+  CHECK(g.x[0] == 2);
+  CHECK(g.x[1] == 4);
+  CHECK(g.x[2] == 8);
+  CHECK(g.w[0] == 6);
+  CHECK(g.w[1] == 4);
+  CHECK(g.w[2] == 3);
+  CHECK(g.y[2] == 8);
+  CHECK(g.pad[0] == 1);
+  // A stride that leaves a remainder: cuDNN floors the same way.
+  g = cuda_detail::conv_geometry(conv(8, 3, 2, 1, 4));
+  CHECK_FALSE(g.explicit_pad);
+  CHECK(g.stride[0] == 2);
+  // Groups reach the filter's channel count.
+  auto p = conv(8, 3, 1, 1, 8);
+  p.groups = 2;
+  g = cuda_detail::conv_geometry(p);
+  CHECK(g.w[1] == 2);
+  CHECK(g.groups == 2);
+}
+
+TEST_CASE("cuda host: padding cuDNN cannot express becomes an explicitly padded input") {
+  // padding="same" with a 4-wide kernel: 1 zero before, 2 after.
+  auto g = cuda_detail::conv_geometry(conv(7, 4, 1, 1, 7));
+  REQUIRE(g.explicit_pad);
+  CHECK(g.pad[0] == 0);
+  CHECK(g.pad_top == 1);
+  CHECK(g.pad_left == 1);
+  CHECK(g.x[2] == 10);  // 1 + 7 + 2
+  CHECK(g.x[3] == 10);
+  // The unpadded convolution over the padded extent gives exactly out_h rows.
+  CHECK(cuda_detail::cudnn_out_extent(g.x[2], 0, 4, 1, 1) == 7);
+  // Dilated even kernel.
+  g = cuda_detail::conv_geometry(conv(9, 2, 1, 1, 9, 3));
+  REQUIRE(g.explicit_pad);
+  CHECK(cuda_detail::cudnn_out_extent(g.x[2], 0, 2, 3, 1) == 9);
+}
+
+TEST_CASE("cuda host: extents past cuDNN's 32 bits are a clear error") {
+  auto p = conv(8, 3, 1, 1, 8);
+  p.batch = std::int64_t(1) << 31;
+  const std::string m = error_of([&] { (void)cuda_detail::conv_geometry(p); });
+  CHECK(m.find("conv2d (cuDNN)") != std::string::npos);
+  CHECK(m.find("32-bit") != std::string::npos);
+  p.batch = 1 << 20;
+  p.in_channels = 1 << 10;
+  CHECK(error_of([&] { (void)cuda_detail::conv_geometry(p); }).find("2^31 elements") != std::string::npos);
+}
+
+TEST_CASE("cuda host: the algorithm cache keys tell every choice-relevant difference apart") {
+  const auto p = conv(8, 3, 1, 1, 8);
+  auto q = p;
+  q.dilation_h = 2;
+  q.out_h = 6;
+  std::unordered_set<ConvKey, ConvKeyHash> keys;
+  keys.insert(ConvKey(p, DType::float32, ConvPass::forward, false, false));
+  keys.insert(ConvKey(p, DType::float32, ConvPass::forward, false, false));  // the same key again
+  CHECK(keys.size() == 1);
+  keys.insert(ConvKey(p, DType::float64, ConvPass::forward, false, false));
+  keys.insert(ConvKey(p, DType::float32, ConvPass::backward_data, false, false));
+  keys.insert(ConvKey(p, DType::float32, ConvPass::backward_filter, false, false));
+  keys.insert(ConvKey(p, DType::float32, ConvPass::forward, true, false));
+  keys.insert(ConvKey(q, DType::float32, ConvPass::forward, false, false));
+  keys.insert(ConvKey(p, DType::float32, ConvPass::forward, false, true));  // timed, not heuristic
+  CHECK(keys.size() == 7);
+  CHECK(ConvKeyHash()(ConvKey(p, DType::float32, ConvPass::forward, false, false)) ==
+        ConvKeyHash()(ConvKey(p, DType::float32, ConvPass::forward, false, false)));
+}
+
+TEST_CASE("cuda host: device memory bookkeeping counts, peaks and caps") {
+  MemoryBook book(1000);
+  book.reserve(300, "cuda:0");
+  book.reserve(200, "cuda:0");
+  book.release(300);
+  auto s = book.stats();
+  CHECK(s.current_bytes == 200);
+  CHECK(s.peak_bytes == 500);
+  CHECK(s.allocations == 2);
+  CHECK(s.total_bytes == 1000);
+  CHECK(s.limit_bytes == 0);
+  book.reset_peak();
+  CHECK(book.stats().peak_bytes == 200);
+
+  book.set_fraction(0.5, "cuda:0");
+  CHECK(book.stats().limit_bytes == 500);
+  book.reserve(300, "cuda:0");  // 500 in use: exactly at the cap
+  const std::string m = error_of([&] { book.reserve(1, "cuda:0"); });
+  CHECK(m.find("allocating 1 bytes on cuda:0") != std::string::npos);
+  CHECK(m.find("memory cap of 500 bytes") != std::string::npos);
+  CHECK(m.find("500 bytes in use") != std::string::npos);
+  CHECK(book.stats().current_bytes == 500);  // the refused allocation is not counted
+  CHECK(error_of([&] { book.set_fraction(1.5, "cuda:0"); }).find("out of range") != std::string::npos);
+  CHECK(error_of([&] { book.set_fraction(0, "cuda:0"); }).find("out of range") != std::string::npos);
+}
+
+TEST_CASE("cuda host: asking for CUDA without a device, or without frost::cuda, is a clear error") {
+  if (frost::cuda::is_available()) {
+    MESSAGE("skipped: a CUDA device is present (tests/gpu covers it)");
+    return;
+  }
+  CHECK(frost::cuda::device_count() == 0);
+  const std::string m = error_of([] { (void)Tensor<float>::ones({2}).to(Device::cuda()); });
+  if (frost::detail::cuda_runtime_slot() == nullptr) {
+    // Built without frost::cuda: the message says which target to link.
+    CHECK(m.find("target_link_libraries(<your target> PRIVATE frost::cuda)") != std::string::npos);
+    CHECK(error_of([] { frost::cuda::synchronize(); }).find("frost::cuda") != std::string::npos);
+  } else {
+    // Linked, but this machine has no GPU.
+    CHECK(m.find("no CUDA device is visible") != std::string::npos);
+  }
+  // A module asked to move reports the same.
+  frost::nn::Linear lin(2, 3);
+  CHECK_FALSE(error_of([&] { lin->to(Device::cuda()); }).empty());
+  CHECK(lin->weight.device() == Device::cpu());
+}
