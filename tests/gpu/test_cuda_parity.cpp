@@ -126,6 +126,13 @@ bool no_gpu() {
   return true;
 }
 
+/// The module's eager result on CUDA under InferenceMode (what a plan must equal).
+template <class M>
+Tensor<float> eager_on_cuda(M& model, const Tensor<float>& x) {
+  InferenceMode im;
+  return model(x.to(kCuda));
+}
+
 /// Two copies of one model, one on the CPU and one moved to CUDA: `steps`
 /// training steps with `opt_of` give the same losses (to `tol`) and
 /// parameters (to `param_atol`).
@@ -366,6 +373,90 @@ TEST_CASE("cuda: nn layers on the device match the CPU, outputs and gradients") 
   CHECK(differ(sd.at("1.running_mean").cpu(), sc.at("1.running_mean"), 1e-5, 1e-4, "running_mean").empty());
 }
 
+/// A layer on the CPU and a copy on CUDA: `fwd(layer, inputs)` and the
+/// gradients of sum(w * y) for the inputs and every parameter agree.
+template <class Layer, class Fwd>
+void check_layer(const std::string& name, Layer cpu, Layer dev, Fwd fwd, const std::vector<Tensor<float>>& inputs,
+                 double tol) {
+  INFO(name);
+  dev->load_state_dict(cpu->state_dict());
+  dev->to(kCuda);
+  std::vector<Tensor<float>> xc, xd;
+  for (const auto& x : inputs) {
+    xc.push_back(x.clone().requires_grad_());
+    xd.push_back(x.to(kCuda).requires_grad_());
+  }
+  const Tensor<float> y = fwd(cpu, xc), yd = fwd(dev, xd);
+  CHECK(differ(yd.cpu(), y, tol, tol, name + " forward").empty());
+  Generator g(17);
+  const auto w = Tensor<float>::rand(y.shape(), &g);
+  (y * w).sum().backward();
+  (yd * w.to(kCuda)).sum().backward();
+  for (std::size_t i = 0; i < xc.size(); ++i)
+    CHECK(differ(xd[i].grad().cpu(), xc[i].grad(), tol, tol, name + " input gradient").empty());
+  const auto pc = cpu->named_parameters(), pd = dev->named_parameters();
+  for (std::size_t i = 0; i < pc.size(); ++i) {
+    if (!pc[i].second.grad().defined()) continue;
+    const std::string problems = differ(pd[i].second.grad().cpu(), pc[i].second.grad(), tol, tol, name + " " + pc[i].first);
+    CHECK_MESSAGE(problems.empty(), problems);
+  }
+}
+
+TEST_CASE("cuda: recurrent, attention, embedding, transposed and 1-d conv, group norm layers and losses match the CPU") {
+  if (no_gpu()) return;
+  using TF = Tensor<float>;
+  auto make = [](auto f) {
+    manual_seed(31);
+    return f();
+  };
+  Generator g(23);
+  const auto seq = TF::randn({3, 5, 8}, &g);  // [N, L, E]
+  auto lstm = [] { return nn::LSTM(8, 6, {.num_layers = 2, .batch_first = true, .bidirectional = true}); };
+  check_layer("LSTM", make(lstm), make(lstm), [](auto& m, const std::vector<TF>& x) {
+    auto o = m(x[0]);
+    return frost::cat(std::vector<TF>{o.output.flatten(), o.h_n.flatten(), o.c_n.flatten()});
+  }, {seq}, 1e-4);
+  auto gru = [] { return nn::GRU(8, 6, {.batch_first = true}); };
+  check_layer("GRU", make(gru), make(gru), [](auto& m, const std::vector<TF>& x) {
+    auto o = m(x[0]);
+    return frost::cat(std::vector<TF>{o.output.flatten(), o.h_n.flatten()});
+  }, {seq}, 1e-4);
+  auto mha = [] { return nn::MultiheadAttention(8, 2, {.batch_first = true}); };
+  check_layer("MultiheadAttention", make(mha), make(mha), [](auto& m, const std::vector<TF>& x) {
+    auto o = m(x[0], x[1], x[1]);
+    return frost::cat(std::vector<TF>{o.attn_output.flatten(), o.attn_weights.flatten()});
+  }, {seq, TF::randn({3, 7, 8}, &g)}, 1e-4);
+  auto convt = [] { return nn::ConvTranspose2d(4, 3, 3, {.stride = 2, .padding = 1, .output_padding = 1}); };
+  check_layer("ConvTranspose2d", make(convt), make(convt), [](auto& m, const std::vector<TF>& x) { return m(x[0]); },
+              {TF::randn({2, 4, 5, 6}, &g)}, 1e-4);
+  auto conv1 = [] { return nn::Conv1d(4, 6, 4, {.padding = "same", .dilation = 2}); };
+  check_layer("Conv1d", make(conv1), make(conv1), [](auto& m, const std::vector<TF>& x) { return m(x[0]); },
+              {TF::randn({2, 4, 11}, &g)}, 1e-4);
+  auto gn = [] { return nn::GroupNorm(2, 6); };
+  check_layer("GroupNorm", make(gn), make(gn), [](auto& m, const std::vector<TF>& x) { return m(x[0]); },
+              {TF::randn({3, 6, 4, 4}, &g)}, 1e-4);
+
+  // Embedding (integer input, padding row) and the class losses.
+  manual_seed(32);
+  nn::Embedding ec(20, 4, {.padding_idx = 0});
+  nn::Embedding ed(20, 4, {.padding_idx = 0});
+  ed->load_state_dict(ec->state_dict());
+  ed->to(kCuda);
+  const auto idx = IndexTensor::from({3, 0, 7, 7, 19, 1}, {2, 3});
+  ec(idx).pow(2.0f).sum().backward();
+  ed(idx.to(kCuda)).pow(2.0f).sum().backward();
+  CHECK(differ(ed->weight.grad().cpu(), ec->weight.grad(), 1e-5, 1e-5, "Embedding gradient").empty());
+  const auto logits = TF::randn({6, 5}, &g);
+  const auto target = IndexTensor::from({0, 4, -100, 2, 2, 1});
+  const F::ClassLossOptions<float> o{.ignore_index = -100, .label_smoothing = 0.1};
+  const auto lc = F::cross_entropy(logits, target, o);
+  const auto ld = F::cross_entropy(logits.to(kCuda), target.to(kCuda), o);
+  CHECK(differ(ld.cpu(), lc, 1e-6, 1e-5, "cross_entropy").empty());
+  const auto bc = F::binary_cross_entropy_with_logits(logits, logits.sigmoid());
+  const auto bd = F::binary_cross_entropy_with_logits(logits.to(kCuda), logits.to(kCuda).sigmoid());
+  CHECK(differ(bd.cpu(), bc, 1e-6, 1e-5, "binary_cross_entropy_with_logits").empty());
+}
+
 TEST_CASE("cuda: a few training steps of the ResearchModel match the CPU run") {
   if (no_gpu()) return;
   manual_seed(0);
@@ -410,11 +501,7 @@ TEST_CASE("cuda: frozen plans on the device equal eager there, and replay as a C
   CHECK(plan.device() == kCuda);
   for (int run = 0; run < 4; ++run) {  // run 0 warms, run 1 captures, runs 2.. replay the graph
     const auto xi = run == 0 ? x : Tensor<float>::randn({4, 3, 32, 32}, &g);
-    Tensor<float> eager;
-    {
-      InferenceMode im;
-      eager = model(xi.to(kCuda));
-    }
+    const Tensor<float> eager = eager_on_cuda(model, xi);
     const auto frozen = run % 2 ? plan.run(xi.to(kCuda)) : plan.run(xi);  // device or host inputs
     CHECK(frozen.device() == kCuda);
     const std::string problems = differ(frozen.cpu(), eager.cpu(), 1e-4, 1e-3, "run " + std::to_string(run));
@@ -438,12 +525,7 @@ TEST_CASE("cuda: a plan with a guard runs step by step on the device and still c
   model->to(kCuda);
   plan.to(kCuda);
   for (int run = 0; run < 3; ++run) {
-    Tensor<float> eager;
-    {
-      InferenceMode im;
-      eager = model(easy.to(kCuda));
-    }
-    CHECK(differ(plan.run(easy).cpu(), eager.cpu(), 1e-4, 1e-3, "guarded plan").empty());
+    CHECK(differ(plan.run(easy).cpu(), eager_on_cuda(model, easy).cpu(), 1e-4, 1e-3, "guarded plan").empty());
   }
   CHECK_THROWS_AS((void)plan.run(Tensor<float>::randn({2, 3, 16, 16}) * 0.1f), jit::GuardFailure);
 }
@@ -459,14 +541,8 @@ TEST_CASE("cuda: an MLP plan (fused linear epilogues) on the device matches eage
     auto plan = jit::freeze(mlp, x);
     mlp->to(kCuda);
     plan.to(kCuda);
-    for (int run = 0; run < 3; ++run) {
-      Tensor<float> eager;
-      {
-        InferenceMode im;
-        eager = mlp(x.to(kCuda));
-      }
-      CHECK(differ(plan.run(x).cpu(), eager.cpu(), 1e-4, 1e-3, "mlp plan").empty());
-    }
+    for (int run = 0; run < 3; ++run)
+      CHECK(differ(plan.run(x).cpu(), eager_on_cuda(mlp, x).cpu(), 1e-4, 1e-3, "mlp plan").empty());
   }
 }
 
