@@ -161,4 +161,12 @@ TEST_CASE("cuda host: asking for CUDA without a device, or without frost::cuda, 
   frost::nn::Linear lin(2, 3);
   CHECK_FALSE(error_of([&] { lin->to(Device::cuda()); }).empty());
   CHECK(lin->weight.device() == Device::cpu());
+  // So does a plan, which keeps running on the CPU.
+  lin->eval();
+  const auto x = Tensor<float>::ones({4, 2});
+  auto plan = frost::jit::freeze(lin, x);
+  CHECK_FALSE(error_of([&] { plan.to(Device::cuda()); }).empty());
+  CHECK(plan.device() == Device::cpu());
+  frost::InferenceMode im;
+  CHECK((plan.run(x) - lin(x)).abs().max().item() < 1e-6f);
 }

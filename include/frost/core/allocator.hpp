@@ -241,7 +241,11 @@ inline void reset_peak_memory_stats() {
   t.peak.store(t.current.load(std::memory_order_relaxed), std::memory_order_relaxed);
   auto& r = detail::stats_registry();
   std::lock_guard<std::mutex> g(r.m);
-  r.retired_peak = 0;
+  // Exited threads' bytes still held (a storage outliving the thread that
+  // made it) are part of the current total, so they start the new peak too;
+  // resetting their peak to 0 made the summed peak fall below the current
+  // bytes by exactly that much.
+  r.retired_peak = r.retired_current;
 }
 
 }  // namespace frost

@@ -198,6 +198,7 @@ class Plan {
   /// convolution algorithms and workspaces). Needs frost::cuda for CUDA.
   Plan& to(Device d) {
     if (d == device_) return *this;
+    if (!d.is_cpu()) (void)backend_for<T>(d).allocator();  // no CUDA backend: the error comes before any change
     if (source_ && d.is_cpu() != device_.is_cpu()) {
       // Freeze again for the new kind of device: on a GPU the conv + pool
       // blocks run one after another, 16 images each (little scratch, full
