@@ -49,7 +49,7 @@ struct Context {
     FROST_CUDA(cudaGetDeviceProperties(&prop, dev), op);
     sm_count = prop.multiProcessorCount;
     name = prop.name;
-    book.set_total(static_cast<std::int64_t>(prop.totalGlobalMem));
+    book.set_device(static_cast<std::int64_t>(prop.totalGlobalMem), "cuda:" + std::to_string(dev));
     FROST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), op);
     // Freed blocks stay in the pool for reuse (as PyTorch's caching allocator
     // keeps them) instead of going back to the driver at every sync.
@@ -70,7 +70,7 @@ struct Context {
 
   void* allocate(std::size_t bytes, const char* op) {
     if (bytes == 0) return nullptr;
-    book.reserve(bytes, "cuda:" + std::to_string(device));
+    book.reserve(bytes);
     void* p = nullptr;
     const cudaError_t e = cudaMallocAsync(&p, bytes, stream);
     if (e != cudaSuccess) {
@@ -166,7 +166,7 @@ struct CudaRuntime final : detail::DeviceRuntime {
   DeviceMemoryStats memory_stats(int device) override { return context("memory_stats", device).book.stats(); }
   void reset_peak_memory_stats(int device) override { context("reset_peak_memory_stats", device).book.reset_peak(); }
   void set_memory_fraction(double fraction, int device) override {
-    context("set_per_process_memory_fraction", device).book.set_fraction(fraction, "cuda:" + std::to_string(device));
+    context("set_per_process_memory_fraction", device).book.set_fraction(fraction);
   }
   void synchronize(int device) override { context("synchronize", device).sync("synchronize"); }
   void set_allow_tf32(bool on) override { switches().tf32 = on; }

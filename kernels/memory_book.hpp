@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include <frost/core/device_runtime.hpp>
 #include <frost/core/error.hpp>
@@ -14,18 +15,21 @@ namespace frost::cuda_detail {
 
 class MemoryBook {
  public:
-  explicit MemoryBook(std::int64_t total_bytes = 0) : total_(total_bytes) {}
-  void set_total(std::int64_t total_bytes) {
+  explicit MemoryBook(std::int64_t total_bytes = 0, std::string device = "cuda:0")
+      : device_(std::move(device)), total_(total_bytes) {}
+  void set_device(std::int64_t total_bytes, std::string device) {
     std::lock_guard<std::mutex> g(m_);
     total_ = total_bytes;
+    device_ = std::move(device);
   }
 
   /// Records `bytes` about to be allocated; a frost::Error when that would
   /// pass the cap (nothing is recorded then).
-  void reserve(std::size_t bytes, const std::string& device) {
+  /// (The device's name is kept, not passed: this runs for every tensor.)
+  void reserve(std::size_t bytes) {
     std::lock_guard<std::mutex> g(m_);
     const auto b = static_cast<std::int64_t>(bytes);
-    FROST_CHECK(limit_ == 0 || current_ + b <= limit_, "frost: allocating ", b, " bytes on ", device,
+    FROST_CHECK(limit_ == 0 || current_ + b <= limit_, "frost: allocating ", b, " bytes on ", device_,
                 " would pass the memory cap of ", limit_, " bytes set by set_per_process_memory_fraction (",
                 current_, " bytes in use); lower the batch size or raise the fraction");
     current_ += b;
@@ -38,10 +42,10 @@ class MemoryBook {
     current_ -= static_cast<std::int64_t>(bytes);
   }
   /// The cap as a fraction of the device's memory (0 < fraction <= 1).
-  void set_fraction(double fraction, const std::string& device) {
-    FROST_CHECK(fraction > 0 && fraction <= 1, "frost::cuda::set_per_process_memory_fraction: fraction ", fraction,
-                " for ", device, " is out of range (expected 0 < fraction <= 1)");
+  void set_fraction(double fraction) {
     std::lock_guard<std::mutex> g(m_);
+    FROST_CHECK(fraction > 0 && fraction <= 1, "frost::cuda::set_per_process_memory_fraction: fraction ", fraction,
+                " for ", device_, " is out of range (expected 0 < fraction <= 1)");
     limit_ = static_cast<std::int64_t>(fraction * static_cast<double>(total_));
   }
   void reset_peak() {
@@ -55,6 +59,7 @@ class MemoryBook {
 
  private:
   mutable std::mutex m_;
+  std::string device_;
   std::int64_t total_ = 0, current_ = 0, peak_ = 0, allocations_ = 0, limit_ = 0;
 };
 

@@ -117,9 +117,9 @@ TEST_CASE("cuda host: the algorithm cache keys tell every choice-relevant differ
 }
 
 TEST_CASE("cuda host: device memory bookkeeping counts, peaks and caps") {
-  MemoryBook book(1000);
-  book.reserve(300, "cuda:0");
-  book.reserve(200, "cuda:0");
+  MemoryBook book(1000, "cuda:0");
+  book.reserve(300);
+  book.reserve(200);
   book.release(300);
   auto s = book.stats();
   CHECK(s.current_bytes == 200);
@@ -130,16 +130,16 @@ TEST_CASE("cuda host: device memory bookkeeping counts, peaks and caps") {
   book.reset_peak();
   CHECK(book.stats().peak_bytes == 200);
 
-  book.set_fraction(0.5, "cuda:0");
+  book.set_fraction(0.5);
   CHECK(book.stats().limit_bytes == 500);
-  book.reserve(300, "cuda:0");  // 500 in use: exactly at the cap
-  const std::string m = error_of([&] { book.reserve(1, "cuda:0"); });
+  book.reserve(300);  // 500 in use: exactly at the cap
+  const std::string m = error_of([&] { book.reserve(1); });
   CHECK(m.find("allocating 1 bytes on cuda:0") != std::string::npos);
   CHECK(m.find("memory cap of 500 bytes") != std::string::npos);
   CHECK(m.find("500 bytes in use") != std::string::npos);
   CHECK(book.stats().current_bytes == 500);  // the refused allocation is not counted
-  CHECK(error_of([&] { book.set_fraction(1.5, "cuda:0"); }).find("out of range") != std::string::npos);
-  CHECK(error_of([&] { book.set_fraction(0, "cuda:0"); }).find("out of range") != std::string::npos);
+  CHECK(error_of([&] { book.set_fraction(1.5); }).find("out of range") != std::string::npos);
+  CHECK(error_of([&] { book.set_fraction(0); }).find("out of range") != std::string::npos);
 }
 
 TEST_CASE("cuda host: asking for CUDA without a device, or without frost::cuda, is a clear error") {
