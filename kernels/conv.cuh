@@ -1,7 +1,7 @@
 // Convolution through cuDNN: descriptors from ConvGeometry, algorithm choice
 // (heuristics, or timed once per shape in benchmark mode, cached either way),
-// the explicit-padding copy cuDNN's symmetric padding cannot express, and the
-// bias + activation epilogue.
+// and the explicit-padding copy cuDNN's symmetric padding cannot express (the
+// bias + activation epilogue is in fused.cuh, or inside cuDNN's fused call).
 #pragma once
 #include <cstdint>
 #include <mutex>

@@ -1,7 +1,9 @@
 // CudaBackend<T>: Backend<T> on device memory. Elementwise, reductions,
 // indexing, pooling and optimizer steps are frost's kernels (kernels/*.cuh);
-// matmul is cuBLAS; convolution is cuDNN. Everything runs on the context's one
-// stream, so the eager path never synchronises except to read values back.
+// matmul is cuBLAS (a plan's linear cuBLASLt); convolution is cuDNN.
+// Everything runs on the context's one stream, so the eager path only
+// synchronises to read values back: item(), to(cpu), and the bad-index flag
+// of the indexing kernels.
 #pragma once
 #include <climits>
 #include <cstdint>
