@@ -125,17 +125,20 @@ inline int visible_devices() {
 /// The context of cuda:0, created on first use. frost drives one GPU per
 /// process for now (several GPUs arrive with NCCL); other indices are errors.
 inline Context& context(const char* op, int device = 0) {
+  // Never destroyed: storages may be freed during static destruction. Every
+  // device allocation comes here, so no lock once the device has started.
+  static std::atomic<Context*> ctx{nullptr};
   static std::mutex m;
-  static Context* ctx = nullptr;  // never destroyed: storages may be freed during static destruction
   FROST_CHECK(device == 0, "frost::", op, ": cuda:", device, " requested; frost runs on cuda:0 for now");
+  if (Context* c = ctx.load(std::memory_order_acquire)) return *c;
   std::lock_guard<std::mutex> g(m);
-  if (!ctx) {
+  if (!ctx.load(std::memory_order_relaxed)) {
     FROST_CHECK(visible_devices() > 0, "frost::", op,
                 ": no CUDA device is visible to this program (cudaGetDeviceCount found none); "
                 "check frost::cuda::is_available() before moving tensors to cuda");
-    ctx = new Context(device);
+    ctx.store(new Context(device), std::memory_order_release);
   }
-  return *ctx;
+  return *ctx.load(std::memory_order_relaxed);
 }
 
 /// Device memory for storages on cuda:N.

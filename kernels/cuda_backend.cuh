@@ -23,6 +23,7 @@ namespace frost::cuda_detail {
 template <class T>
 class CudaBackend final : public Backend<T> {
  public:
+  using Backend<T>::math_unsupported;
   Device device() const override { return Device::cuda(0); }
   DeviceAllocator* allocator() override { return &alloc_; }
 
@@ -280,10 +281,6 @@ class CudaBackend final : public Backend<T> {
     const auto bad = static_cast<std::int64_t>(f[1]);
     FROST_CHECK(f[0] == 0, "frost::", op, ": index ", bad, " is out of bounds for dim ", dim, " with size ", size,
                 " (expected 0 <= index < ", size, ")");
-  }
-  [[noreturn]] static void math_unsupported(const char* op) {
-    detail::fail("frost::", op, ": not defined for ", dtype_name<T>(),
-                 " tensors (index tensors support creation, views, copies and indexing; convert with to<float>())");
   }
 
   template <class Perf, class Get, class Find>

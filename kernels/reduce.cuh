@@ -118,6 +118,17 @@ void reduce_geometry(const View<const T>& x, int n_reduced, const View<T>& y, St
   inner = rs.numel();
 }
 
+/// Calls f(std::integral_constant<ReduceOp, op>{}): a kernel template per op.
+template <class F>
+void with_reduce_op(ReduceOp op, F&& f) {
+  switch (op) {
+    case ReduceOp::sum: return f(std::integral_constant<ReduceOp, ReduceOp::sum>{});
+    case ReduceOp::prod: return f(std::integral_constant<ReduceOp, ReduceOp::prod>{});
+    case ReduceOp::max: return f(std::integral_constant<ReduceOp, ReduceOp::max>{});
+    case ReduceOp::min: return f(std::integral_constant<ReduceOp, ReduceOp::min>{});
+  }
+}
+
 /// How many chunks to split each of `rows` rows of `inner` elements into (1: no split).
 inline std::int64_t reduce_chunks_for(std::int64_t rows, std::int64_t inner, int sm_count) {
   constexpr std::int64_t kMinChunk = 8192;
@@ -137,12 +148,10 @@ void launch_reduce_chunks(const Launch& L, ReduceOp op, const View<const T>& x, 
   reduce_geometry(x, n_reduced, y, kept, red, rows, inner);
   const std::int64_t chunk_len = (inner + chunks - 1) / chunks;
   const auto blocks = static_cast<unsigned>(rows * chunks);
-  switch (op) {
-    case ReduceOp::sum: reduce_chunks<ReduceOp::sum, T><<<blocks, kThreads, 0, L.stream>>>(chunks, chunk_len, kept, inner, red, x.data, partial); break;
-    case ReduceOp::prod: reduce_chunks<ReduceOp::prod, T><<<blocks, kThreads, 0, L.stream>>>(chunks, chunk_len, kept, inner, red, x.data, partial); break;
-    case ReduceOp::max: reduce_chunks<ReduceOp::max, T><<<blocks, kThreads, 0, L.stream>>>(chunks, chunk_len, kept, inner, red, x.data, partial); break;
-    case ReduceOp::min: reduce_chunks<ReduceOp::min, T><<<blocks, kThreads, 0, L.stream>>>(chunks, chunk_len, kept, inner, red, x.data, partial); break;
-  }
+  with_reduce_op(op, [&](auto tag) {
+    reduce_chunks<decltype(tag)::value, T>
+        <<<blocks, kThreads, 0, L.stream>>>(chunks, chunk_len, kept, inner, red, x.data, partial);
+  });
   check_launch("reduce");
 }
 
@@ -154,20 +163,14 @@ void launch_reduce(const Launch& L, ReduceOp op, const View<const T>& x, int n_r
   reduce_geometry(x, n_reduced, y, kept, red, rows, inner);
   if (rows == 0) return;
   const bool per_thread = inner <= 32;
-  auto go = [&](auto tag) {
+  with_reduce_op(op, [&](auto tag) {
     constexpr ReduceOp OP = decltype(tag)::value;
     if (per_thread)
       reduce_rows_thread<OP, T><<<grid_for(rows, L.sm_count), kThreads, 0, L.stream>>>(rows, kept, inner, red, x.data, y.data);
     else
       reduce_rows<OP, T><<<static_cast<unsigned>(rows < 65535 ? rows : 65535), kThreads, 0, L.stream>>>(rows, kept, inner,
                                                                                                  red, x.data, y.data);
-  };
-  switch (op) {
-    case ReduceOp::sum: go(std::integral_constant<ReduceOp, ReduceOp::sum>{}); break;
-    case ReduceOp::prod: go(std::integral_constant<ReduceOp, ReduceOp::prod>{}); break;
-    case ReduceOp::max: go(std::integral_constant<ReduceOp, ReduceOp::max>{}); break;
-    case ReduceOp::min: go(std::integral_constant<ReduceOp, ReduceOp::min>{}); break;
-  }
+  });
   check_launch("reduce");
 }
 

@@ -12,17 +12,22 @@
 #include "../../examples/research_model.hpp"
 #include "../op_table.hpp"
 
-namespace frost::test::optable {
-
 namespace {
 
-const Device kCuda = Device::cuda();
+const frost::Device kCuda = frost::Device::cuda();
 
-bool skip_without_gpu() {
+/// Every case starts here: without a GPU it reports the skip and returns true.
+bool no_gpu() {
   if (frost::cuda::is_available()) return false;
   MESSAGE("skipped: no CUDA device");
   return true;
 }
+
+}  // namespace
+
+namespace frost::test::optable {
+
+namespace {
 
 /// "" when a (moved back from the device) and b agree to atol + rtol |b|, NaN matching NaN.
 template <class T>
@@ -94,7 +99,7 @@ std::vector<Row> every_row() {
 TEST_SUITE("cuda") {
 
 TEST_CASE("cuda: every op-table row matches the CPU, forward and backward, in double") {
-  if (skip_without_gpu()) return;
+  if (no_gpu()) return;
   for_rows(every_row(), [](const Row& r) {
     const std::string problems = row_parity<double>(r, 1e-10, 1e-9);
     CHECK_MESSAGE(problems.empty(), problems);
@@ -102,7 +107,7 @@ TEST_CASE("cuda: every op-table row matches the CPU, forward and backward, in do
 }
 
 TEST_CASE("cuda: every op-table row matches the CPU, forward and backward, in float") {
-  if (skip_without_gpu()) return;
+  if (no_gpu()) return;
   for_rows(every_row(), [](const Row& r) {
     const std::string problems = row_parity<float>(r, 1e-5, 1e-4);
     CHECK_MESSAGE(problems.empty(), problems);
@@ -118,14 +123,6 @@ using namespace frost;
 using frost::test::optable::differ;
 namespace nn = frost::nn;
 namespace F = frost::nn::functional;
-const Device kCuda = Device::cuda();
-
-bool no_gpu() {
-  if (frost::cuda::is_available()) return false;
-  MESSAGE("skipped: no CUDA device");
-  return true;
-}
-
 /// The module's eager result on CUDA under InferenceMode (what a plan must equal).
 template <class M>
 Tensor<float> eager_on_cuda(M& model, const Tensor<float>& x) {

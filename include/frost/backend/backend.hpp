@@ -193,6 +193,11 @@ struct Backend {
   [[noreturn]] void unsupported(const char* op) const {
     detail::fail("frost::", op, ": the ", device().str(), " backend has no ", dtype_name<T>(), " kernel for it");
   }
+  /// Arithmetic asked of index tensors (every backend refuses it the same way).
+  [[noreturn]] static void math_unsupported(const char* op) {
+    detail::fail("frost::", op, ": not defined for ", dtype_name<T>(),
+                 " tensors (index tensors support creation, views, copies and indexing; convert with to<float>())");
+  }
 };
 
 namespace detail {

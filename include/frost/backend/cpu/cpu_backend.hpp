@@ -24,6 +24,7 @@ namespace frost {
 
 template <class T>
 struct CpuBackend final : Backend<T> {
+  using Backend<T>::math_unsupported;
   Device device() const override { return Device::cpu(); }
   DeviceAllocator* allocator() override { return nullptr; }  // CPU storages use the pooled host allocator
 
@@ -125,10 +126,6 @@ struct CpuBackend final : Backend<T> {
  private:
   static void copy_bytes(const T* src, T* dst, std::int64_t n) {
     if (n > 0) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
-  }
-  [[noreturn]] static void math_unsupported(const char* op) {
-    detail::fail("frost::", op, ": not defined for ", dtype_name<T>(),
-                 " tensors (index tensors support creation, views, copies and indexing; convert with to<float>())");
   }
 };
 
