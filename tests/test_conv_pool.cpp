@@ -57,6 +57,30 @@ Arr conv2d_ref(const Arr& x, const Arr& w, const Arr* b, const Geo& g) {
   return y;
 }
 
+/// The weight gradient of a stride-1, dilation-1 convolution with symmetric padding:
+/// dw[o, c, i, j] = sum_{n, oy, ox} dy[n, o, oy, ox] x[n, group(o) Cg + c, oy - pad + i, ox - pad + j].
+Arr conv2d_grad_weight_ref(const Arr& x, const Arr& dy, const Shape& ws, std::int64_t pad, std::int64_t groups) {
+  const std::int64_t N = x.shape[0], H = x.shape[2], W = x.shape[3], OH = dy.shape[2], OW = dy.shape[3];
+  const std::int64_t O = ws[0], Cg = ws[1], Og = O / groups;
+  Arr dw{ws, std::vector<double>(static_cast<std::size_t>(ws.numel()))};
+  for (std::int64_t o = 0; o < O; ++o)
+    for (std::int64_t c = 0; c < Cg; ++c)
+      for (std::int64_t i = 0; i < ws[2]; ++i)
+        for (std::int64_t j = 0; j < ws[3]; ++j) {
+          double s = 0;
+          for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t oy = 0; oy < OH; ++oy)
+              for (std::int64_t ox = 0; ox < OW; ++ox) {
+                const std::int64_t iy = oy - pad + i, jx = ox - pad + j;
+                if (iy < 0 || iy >= H || jx < 0 || jx >= W) continue;
+                s += dy.v[static_cast<std::size_t>(ix4(dy.shape, n, o, oy, ox))] *
+                     x.v[static_cast<std::size_t>(ix4(x.shape, n, (o / Og) * Cg + c, iy, jx))];
+              }
+          dw.v[static_cast<std::size_t>(ix4(ws, o, c, i, j))] = s;
+        }
+  return dw;
+}
+
 /// Transposed convolution as a scatter: every x[n, ci, iy, ix] adds x w[ci, co, i, j]
 /// at y[n, group(ci) Cog + co, iy sh - p + i dh, ...].
 Arr conv_transpose2d_ref(const Arr& x, const Arr& w, const Arr* b, std::int64_t sh, std::int64_t sw, std::int64_t ph,
@@ -317,7 +341,7 @@ std::vector<Row> conv_pool_rows() {
 
 TEST_CASE("conv/pool table: forward in double matches the naive loops") { check_forward_double(conv_pool_rows()); }
 
-TEST_CASE("conv/pool: the Winograd path (3x3, stride 1, 16+ channels) matches the naive loops") {
+TEST_CASE("conv/pool: the Winograd path (3x3, stride 1, 16+ channels) and its gradients match the naive loops") {
   struct Case {
     Shape x, w;
     std::int64_t pad, groups;
@@ -327,6 +351,7 @@ TEST_CASE("conv/pool: the Winograd path (3x3, stride 1, 16+ channels) matches th
       {{2, 16, 6, 7}, {16, 16, 3, 3}, 1, 1, "odd output width"},
       {{5, 16, 5, 4}, {24, 16, 3, 3}, 0, 1, "odd output height, one chunk of images"},
       {{7, 16, 16, 16}, {16, 16, 3, 3}, 1, 1, "several chunks of images, a short last one"},
+      {{17, 16, 16, 16}, {16, 16, 3, 3}, 1, 1, "several weight-gradient chunks, a short last one"},
       {{2, 32, 6, 6}, {32, 16, 3, 3}, 1, 2, "groups"},
       {{1, 16, 4, 5}, {16, 16, 3, 3}, 2, 1, "padding 2"},
   };
@@ -352,14 +377,20 @@ TEST_CASE("conv/pool: the Winograd path (3x3, stride 1, 16+ channels) matches th
                                                   want.shape[2], want.shape[3], frost::UnaryOp::relu);
     CHECK(mismatch(yr, relu_want, 1e-11, 1e-11, "double, fused relu").empty());
     // The input gradient: a Winograd convolution of dy with the flipped kernel.
+    // The weight gradient: dy and x on the same tiles.
     const Arr dy{want.shape, uniform(-1, 1)(want.shape.numel(), rng)};
     const Arr dx_want = conv_transpose2d_ref(dy, w, nullptr, 1, 1, c.pad, c.pad, 0, 0, 1, 1, c.groups);
+    const Arr dw_want = conv2d_grad_weight_ref(x, dy, c.w, c.pad, c.groups);
     auto xd = TD::from(x.v, x.shape).requires_grad_();
-    frost::conv2d(xd, TD::from(w.v, w.shape), TD(), o).backward(TD::from(dy.v, dy.shape));
+    auto wd = TD::from(w.v, w.shape).requires_grad_();
+    frost::conv2d(xd, wd, TD(), o).backward(TD::from(dy.v, dy.shape));
     CHECK(mismatch(xd.grad(), dx_want, 1e-11, 1e-11, "double input gradient").empty());
+    CHECK(mismatch(wd.grad(), dw_want, 1e-11, 1e-11, "double weight gradient").empty());
     auto xf = f(x.v, x.shape).requires_grad_();
-    frost::conv2d(xf, f(w.v, w.shape), TF(), o).backward(f(dy.v, dy.shape));
+    auto wf = f(w.v, w.shape).requires_grad_();
+    frost::conv2d(xf, wf, TF(), o).backward(f(dy.v, dy.shape));
     CHECK(mismatch(xf.grad(), dx_want, 2e-4, 1e-4, "float input gradient").empty());
+    CHECK(mismatch(wf.grad(), dw_want, 2e-4, 1e-4, "float weight gradient").empty());
   }
 }
 TEST_CASE("conv/pool table: forward in float matches the naive loops") { check_forward_float(conv_pool_rows()); }

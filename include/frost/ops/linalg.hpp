@@ -45,14 +45,34 @@ void gemm_into(const Tensor<T>& a, const Tensor<T>& b, Tensor<T>& out, T alpha, 
             gb.batch_stride, beta, out.data(), n, nd == 3 ? m * n : 0, batch);
 }
 
+/// True for a 2-D transposed view of a contiguous matrix (a linear layer's weight.t()).
+template <class T>
+bool transposed_layout(const Tensor<T>& x) {
+  return x.dim() == 2 && x.shape()[0] > 1 && x.shape()[1] > 1 && x.strides()[0] == 1 &&
+         x.strides()[1] == x.shape()[0];
+}
+
+// The gradients of a b. Each takes its operand's layout: for a transposed
+// operand (linear's weight.t()) it is computed as a transpose, so the
+// weight's gradient reaches the leaf contiguous and is stored as it is
+// instead of copied element by element.
+template <class T>
+Tensor<T> mm_grad_a(const Tensor<T>& dy, const Tensor<T>& b, const Tensor<T>& a) {
+  return transposed_layout(a) ? mm(b, dy.t()).t() : mm(dy, b.t());
+}
+template <class T>
+Tensor<T> mm_grad_b(const Tensor<T>& dy, const Tensor<T>& a, const Tensor<T>& b) {
+  return transposed_layout(b) ? mm(dy.t(), a).t() : mm(a.t(), dy);
+}
+
 }  // namespace detail
 
 /// y = a b; da = dy b^T, db = a^T dy
 struct MmOp {
   static constexpr const char* name = "mm";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b) const {
-    if (g.needs(0)) g[0] = mm(dy, b.t());
-    if (g.needs(1)) g[1] = mm(a.t(), dy);
+    if (g.needs(0)) g[0] = detail::mm_grad_a(dy, b, a);
+    if (g.needs(1)) g[1] = detail::mm_grad_b(dy, a, b);
   }
 };
 
@@ -159,8 +179,8 @@ struct AddmmOp {
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b) const {
     if (g.needs(0)) g[0] = sum_to(beta == 1 ? dy : dy * T(beta), c);
     auto sdy = alpha == 1 ? dy : dy * T(alpha);
-    if (g.needs(1)) g[1] = mm(sdy, b.t());
-    if (g.needs(2)) g[2] = mm(a.t(), sdy);
+    if (g.needs(1)) g[1] = detail::mm_grad_a(sdy, b, a);
+    if (g.needs(2)) g[2] = detail::mm_grad_b(sdy, a, b);
   }
 };
 

@@ -1,7 +1,8 @@
 // CPU convolution: im2col + Eigen GEMM per image, with the bias and the
 // activation applied to each image's output while it is still in cache;
-// 3x3 stride-1 convolutions with 16+ channels (forward and input gradient)
-// take Winograd F(2x2, 3x3) instead, which needs 2.25x fewer multiplications.
+// 3x3 stride-1 convolutions with 16+ channels (forward, input and weight
+// gradients) take Winograd F(2x2, 3x3) instead, which needs 2.25x fewer
+// multiplications.
 // Batches are split across OpenMP threads (one single-threaded GEMM per
 // image); a batch too small to split leaves the threading to Eigen's GEMM.
 // 1x1 stride-1 unpadded convolutions read the input as the GEMM operand
@@ -283,11 +284,21 @@ void winograd_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x, 
           continue;
         }
         const T* xr = xc + iy * W;
-        for (std::int64_t m = 0; m < s.row; ++m) {
+        auto edge = [&](std::int64_t m) {
           const std::int64_t ix = 2 * m - p.pad_w;
           qe[m] = ix >= 0 && ix < W ? xr[ix] : T(0);
           qo[m] = ix + 1 >= 0 && ix + 1 < W ? xr[ix + 1] : T(0);
+        };
+        // Columns [lo, hi) read both inputs inside the row: no checks, so the
+        // compiler vectorises the split.
+        const std::int64_t lo = std::min(s.row, (p.pad_w + 1) / 2);
+        const std::int64_t hi = std::clamp<std::int64_t>(ceil_div(W - 1 + p.pad_w, 2), lo, s.row);
+        for (std::int64_t m = 0; m < lo; ++m) edge(m);
+        for (std::int64_t m = lo; m < hi; ++m) {
+          qe[m] = xr[2 * m - p.pad_w];
+          qo[m] = xr[2 * m + 1 - p.pad_w];
         }
+        for (std::int64_t m = hi; m < s.row; ++m) edge(m);
       }
     // B^T d: patch rows i = 0..3 are quarter plane (i % 2) shifted by (i / 2) rows.
     for (int cp = 0; cp < 2; ++cp) {
@@ -390,6 +401,113 @@ void conv2d_winograd(const Conv2dParams& p, const T* x, const T* w, const T* bia
         winograd_outputs(p, s, M + i * s.tiles, O * P, P, bias, act, y + (n0 + i) * O * p.out_h * p.out_w, wk);
     }
   });
+}
+
+// The weight gradient on the same tiles. With M = sum_c U . V (so that
+// y = A^T M A), dM = A dy A^T for each tile and dU[k] = dM[k] V[k]^T summed
+// over the tiles: 16 GEMMs [O, tiles] x [tiles, C], then dw = G^T dU G.
+
+/// dM[k][o][q] = (A dy_q A^T)[k] for every tile q of one image's output
+/// gradient (ks: the stride between positions k); spare tiles and positions
+/// past an odd output are zero. Channels go in blocks, so that each
+/// combination is one long array operation over the block's tiles.
+/// `work` holds 4 rows of kWinogradBlock elements.
+constexpr std::int64_t kWinogradBlock = 2048;
+template <class T>
+void winograd_output_grads(const Conv2dParams& p, const WinogradShape& s, const T* dy, T* dM, std::int64_t ks,
+                           T* work) {
+  const std::int64_t OH = p.out_h, OW = p.out_w, L = s.tiles, pairs = OW / 2;
+  const std::int64_t block = std::max<std::int64_t>(1, kWinogradBlock / L);
+  for (std::int64_t o0 = 0; o0 < p.out_channels; o0 += block) {
+    const std::int64_t n = std::min(block, p.out_channels - o0), len = n * L;
+    T* D = work;  // D[r * 2 + c][o][q] = dy[o][2 ty + r][2 tx + c]
+    std::fill(D, D + 4 * len, T(0));
+    for (std::int64_t o = 0; o < n; ++o)
+      for (std::int64_t ty = 0; ty < s.th; ++ty)
+        for (int r = 0; r < 2 && 2 * ty + r < OH; ++r) {
+          const T* yr = dy + ((o0 + o) * OH + 2 * ty + r) * OW;
+          T* d0 = D + (r * 2) * len + o * L + ty * s.row;
+          T* d1 = d0 + len;
+          for (std::int64_t tx = 0; tx < pairs; ++tx) {
+            d0[tx] = yr[2 * tx];
+            d1[tx] = yr[2 * tx + 1];
+          }
+          if (OW % 2) d0[pairs] = yr[OW - 1];
+        }
+    const ConstArr<T> a(D, len), b(D + len, len), c(D + 2 * len, len), d(D + 3 * len, len);  // dy 00, 01, 10, 11
+    auto out = [&](int k) { return Arr<T>(dM + k * ks + o0 * L, len); };
+    // A = rows (1, 0), (1, 1), (1, -1), (0, -1): dM[i][j] = sum_rc A[i][r] A[j][c] dy[r][c].
+    out(0) = a;
+    out(1) = a + b;
+    out(2) = a - b;
+    out(3) = -b;
+    out(4) = a + c;
+    out(5) = (a + b) + (c + d);
+    out(6) = (a - b) + (c - d);
+    out(7) = -(b + d);
+    out(8) = a - c;
+    out(9) = (a + b) - (c + d);
+    out(10) = (a - b) - (c - d);
+    out(11) = d - b;
+    out(12) = -c;
+    out(13) = -(c + d);
+    out(14) = d - c;
+    out(15) = d;
+  }
+}
+
+/// dw[o][c] = G^T dU[.][o][c] G: the adjoint of winograd_weights.
+template <class T>
+void winograd_weight_grads(const T* dU, std::int64_t O, std::int64_t Cg, T* dw) {
+  const std::int64_t n = O * Cg;
+  for (std::int64_t f = 0; f < n; ++f) {
+    T u[4][4];
+    for (int k = 0; k < 16; ++k) u[k / 4][k % 4] = dU[k * n + f];
+    T r[3][4];  // G^T u: G's columns are (1, .5, .5, 0), (0, .5, -.5, 0), (0, .5, .5, 1)
+    for (int j = 0; j < 4; ++j) {
+      r[0][j] = u[0][j] + T(0.5) * (u[1][j] + u[2][j]);
+      r[1][j] = T(0.5) * (u[1][j] - u[2][j]);
+      r[2][j] = T(0.5) * (u[1][j] + u[2][j]) + u[3][j];
+    }
+    T* g = dw + f * 9;
+    for (int a = 0; a < 3; ++a) {  // (G^T u) G
+      g[a * 3 + 0] = r[a][0] + T(0.5) * (r[a][1] + r[a][2]);
+      g[a * 3 + 1] = T(0.5) * (r[a][1] - r[a][2]);
+      g[a * 3 + 2] = T(0.5) * (r[a][1] + r[a][2]) + r[a][3];
+    }
+  }
+}
+
+template <class T>
+void conv2d_grad_weight_winograd(const Conv2dParams& p, const T* x, const T* dy, T* dw) {
+  const std::int64_t G = p.groups, C = p.in_channels, O = p.out_channels, Cg = C / G, Og = O / G;
+  const WinogradShape s = winograd_shape(p);
+  const std::int64_t L = s.tiles, usize = 16 * O * Cg;
+  // One image at a time: the GEMMs' inner dimension is then only its tiles,
+  // but V and dM stay in cache (larger chunks measured slower).
+  const int threads = image_threads(p.batch, 2 * 16 * O * Cg * L);
+  const std::int64_t work = std::max(4 * (s.th + 1) * s.row + 8 * L, 4 * std::max(kWinogradBlock, L));
+  const std::int64_t per_thread = usize + 16 * (C + O) * L + work;
+  Scratch<T> scratch(threads * per_thread);
+  for (int t = 0; t < threads; ++t) std::fill_n(scratch.get() + t * per_thread, usize, T(0));  // a thread may get no image
+  over_images(threads, p.batch, [&](int t, std::int64_t b, std::int64_t e) {
+    T* dU = scratch.get() + t * per_thread;  // dU[k][o][c], this thread's sum
+    T* V = dU + usize;                        // V[k][c][L]
+    T* dM = V + 16 * C * L;                   // dM[k][o][L]
+    T* wk = dM + 16 * O * L;
+    for (std::int64_t n = b; n < e; ++n) {
+      winograd_inputs(p, s, x + n * C * p.in_h * p.in_w, V, C * L, L, wk);
+      winograd_output_grads(p, s, dy + n * O * p.out_h * p.out_w, dM, O * L, wk);
+      for (int k = 0; k < 16; ++k)
+        for (std::int64_t g = 0; g < G; ++g) {
+          Eigen::Map<const RowMat<T>> A(dM + (k * O + g * Og) * L, Og, L), B(V + (k * C + g * Cg) * L, Cg, L);
+          Eigen::Map<RowMat<T>>(dU + (k * O + g * Og) * Cg, Og, Cg).noalias() += A * B.transpose();
+        }
+    }
+  });
+  Arr<T> sum(scratch.get(), usize);
+  for (int t = 1; t < threads; ++t) sum += Arr<T>(scratch.get() + t * per_thread, usize);
+  winograd_weight_grads(scratch.get(), O, Cg, dw);
 }
 
 }  // namespace conv_detail
@@ -534,6 +652,7 @@ void conv2d_grad_weight(const Conv2dParams& p, const View<const T>& xv, const Vi
   const std::int64_t wsize = p.out_channels * Kg;
   std::fill(dwv.data, dwv.data + wsize, T(0));
   if (p.batch == 0 || wsize == 0 || HWo == 0) return;
+  if (use_winograd(p)) return conv2d_grad_weight_winograd(p, xv.data, dyv.data, dwv.data);
   const bool direct = reads_input_directly(p);
   const std::int64_t col_size = direct ? 0 : p.in_channels * p.kernel_h * p.kernel_w * HWo;
   const int threads = image_threads(p.batch, 2 * p.out_channels * Kg * HWo);
