@@ -192,6 +192,28 @@ TEST_CASE("tensor: rand randn randint ranges and statistics") {
   CHECK(TF::rand({4, 5}, &a).to_vector() == TF::rand({20}, &b).to_vector());
 }
 
+TEST_CASE("tensor: bulk uniform and Bernoulli draws equal the per-element definition") {
+  // The CPU draws these 16 Philox blocks at a time; element i must still be
+  // philox::sample(seed, offset, i), whatever the path or thread split.
+  auto check = [](auto zero, frost::philox::Dist dist, double lo, double hi) {
+    using T = decltype(zero);
+    for (const std::int64_t n : {1, 63, 64, 65, 100003}) {
+      auto y = frost::Tensor<T>::empty({n});
+      frost::backend_for<T>(frost::Device::cpu()).random(y.view_of(), dist, 99, 12345, lo, hi);
+      const auto v = y.to_vector();
+      std::int64_t bad = 0;
+      for (std::int64_t i = 0; i < n; ++i)
+        bad += v[static_cast<std::size_t>(i)] != frost::philox::sample<T>(dist, 99, 12345, static_cast<std::uint64_t>(i), lo, hi);
+      CAPTURE(n);
+      CHECK(bad == 0);
+    }
+  };
+  check(0.0f, frost::philox::Dist::uniform, -2.0, 3.0);
+  check(0.0, frost::philox::Dist::uniform, -2.0, 3.0);
+  check(0.0f, frost::philox::Dist::bernoulli, 0.3, 0.0);
+  check(0.0, frost::philox::Dist::bernoulli, 0.7, 0.0);
+}
+
 TEST_CASE("tensor: like factories") {
   auto x = TD::from({1, 2, 3, 4, 5, 6}, {2, 3});
   CHECK(frost::zeros_like(x).shape() == x.shape());
