@@ -294,30 +294,38 @@ void winograd_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x, 
         const std::int64_t lo = std::min(s.row, (p.pad_w + 1) / 2);
         const std::int64_t hi = std::clamp<std::int64_t>(ceil_div(W - 1 + p.pad_w, 2), lo, s.row);
         for (std::int64_t m = 0; m < lo; ++m) edge(m);
-        for (std::int64_t m = lo; m < hi; ++m) {
+        FROST_SIMD for (std::int64_t m = lo; m < hi; ++m) {
           qe[m] = xr[2 * m - p.pad_w];
           qo[m] = xr[2 * m + 1 - p.pad_w];
         }
         for (std::int64_t m = hi; m < s.row; ++m) edge(m);
       }
-    // B^T d: patch rows i = 0..3 are quarter plane (i % 2) shifted by (i / 2) rows.
+    // B^T d: patch rows i = 0..3 are quarter plane (i % 2) shifted by (i / 2)
+    // rows. Plain loops, four outputs each: at one plane's length Eigen's
+    // scalar heads and tails cost more than the vector bodies.
     for (int cp = 0; cp < 2; ++cp) {
-      auto d = [&](int i) { return ConstArr<T>(Q + ((i % 2) * 2 + cp) * qsize + (i / 2) * s.row, L); };
-      Arr<T>(Tr + (cp * 4 + 0) * L, L) = d(0) - d(2);
-      Arr<T>(Tr + (cp * 4 + 1) * L, L) = d(1) + d(2);
-      Arr<T>(Tr + (cp * 4 + 2) * L, L) = d(2) - d(1);
-      Arr<T>(Tr + (cp * 4 + 3) * L, L) = d(1) - d(3);
+      const T* d0 = Q + cp * qsize;
+      const T* d1 = Q + (2 + cp) * qsize;
+      const T *d2 = d0 + s.row, *d3 = d1 + s.row;
+      T* t = Tr + cp * 4 * L;
+      FROST_SIMD for (std::int64_t q = 0; q < L; ++q) {
+        t[q] = d0[q] - d2[q];
+        t[L + q] = d1[q] + d2[q];
+        t[2 * L + q] = d2[q] - d1[q];
+        t[3 * L + q] = d1[q] - d3[q];
+      }
     }
     // (B^T d) B: patch columns 0, 1, 2, 3 are (even, odd) at tile column tx, then at tx + 1.
     T* vc = V + c * cs;
     for (int i = 0; i < 4; ++i) {
-      const ConstArr<T> e0(Tr + i * L, L - 1), e1(Tr + i * L + 1, L - 1);
-      const ConstArr<T> o0(Tr + (4 + i) * L, L - 1), o1(Tr + (4 + i) * L + 1, L - 1);
+      const T *e = Tr + i * L, *o = Tr + (4 + i) * L;
       T* v = vc + (i * 4) * ks;
-      Arr<T>(v, L - 1) = e0 - e1;
-      Arr<T>(v + ks, L - 1) = o0 + e1;
-      Arr<T>(v + 2 * ks, L - 1) = e1 - o0;
-      Arr<T>(v + 3 * ks, L - 1) = o0 - o1;
+      FROST_SIMD for (std::int64_t q = 0; q < L - 1; ++q) {
+        v[q] = e[q] - e[q + 1];
+        v[ks + q] = o[q] + e[q + 1];
+        v[2 * ks + q] = e[q + 1] - o[q];
+        v[3 * ks + q] = o[q] - o[q + 1];
+      }
       for (int k = 0; k < 4; ++k) v[k * ks + L - 1] = T(0);  // the last spare tile
     }
   }
@@ -330,24 +338,28 @@ template <class T>
 void winograd_outputs(const Conv2dParams& p, const WinogradShape& s, const T* M, std::int64_t ks, std::int64_t os,
                       const T* bias, UnaryOp act, T* y, T* work) {
   const std::int64_t OH = p.out_h, OW = p.out_w, L = s.tiles;
-  T* t = work;             // A^T m: t[r * 4 + j], r = 0, 1
-  T* out = work + 8 * L;   // out[r * 2 + j]
+  T* t = work;            // A^T m: t[r * 4 + j], r = 0, 1
+  T* out = work + 8 * L;  // out[r * 2 + j]
+  const bool relu = act == UnaryOp::relu;
   for (std::int64_t o = 0; o < p.out_channels; ++o) {
     const T* mo = M + o * os;
-    auto m = [&](int k) { return ConstArr<T>(mo + k * ks, L); };
+    // Plain loops over the plane's tiles, as in winograd_inputs.
     for (int j = 0; j < 4; ++j) {
-      Arr<T>(t + j * L, L) = m(j) + m(4 + j) + m(8 + j);
-      Arr<T>(t + (4 + j) * L, L) = m(4 + j) - m(8 + j) - m(12 + j);
+      const T *m0 = mo + j * ks, *m1 = mo + (4 + j) * ks, *m2 = mo + (8 + j) * ks, *m3 = mo + (12 + j) * ks;
+      T *t0 = t + j * L, *t1 = t + (4 + j) * L;
+      FROST_SIMD for (std::int64_t q = 0; q < L; ++q) {
+        t0[q] = m0[q] + m1[q] + m2[q];
+        t1[q] = m1[q] - m2[q] - m3[q];
+      }
     }
     const T b = bias ? bias[o] : T(0);
     for (int r = 0; r < 2; ++r) {
-      auto tr = [&](int j) { return ConstArr<T>(t + (r * 4 + j) * L, L); };
-      Arr<T> o0(out + (r * 2) * L, L), o1(out + (r * 2 + 1) * L, L);
-      o0 = tr(0) + tr(1) + tr(2) + b;
-      o1 = tr(1) - tr(2) - tr(3) + b;
-      if (act == UnaryOp::relu) {
-        o0 = o0.max(T(0));
-        o1 = o1.max(T(0));
+      const T* tr = t + r * 4 * L;
+      T *o0 = out + (r * 2) * L, *o1 = o0 + L;
+      FROST_SIMD for (std::int64_t q = 0; q < L; ++q) {
+        const T v0 = tr[q] + tr[L + q] + tr[2 * L + q] + b, v1 = tr[L + q] - tr[2 * L + q] - tr[3 * L + q] + b;
+        o0[q] = relu ? (v0 > T(0) ? v0 : T(0)) : v0;  // NaN -> 0, as fn::unary's relu
+        o1[q] = relu ? (v1 > T(0) ? v1 : T(0)) : v1;
       }
     }
     T* yo = y + o * OH * OW;

@@ -8,6 +8,15 @@
 #include <omp.h>
 #endif
 
+/// Asks for a vectorised loop: short ones (a plane of tiles, a block of
+/// Philox counters) that GCC would otherwise leave scalar or to Eigen's
+/// scalar heads and tails.
+#if defined(_OPENMP)
+#define FROST_SIMD _Pragma("omp simd")
+#else
+#define FROST_SIMD
+#endif
+
 namespace frost::cpu {
 
 /// Elements below which elementwise kernels stay single-threaded.

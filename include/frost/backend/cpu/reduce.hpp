@@ -40,13 +40,18 @@ T reduce_run(const T* p, std::int64_t n, std::int64_t stride) {
   T acc = ReduceInit<T>::value(OP);
   if (stride == 1) {
     if constexpr (OP == ReduceOp::sum) {
-      // Eight independent accumulators: vectorises without -ffast-math.
-      T s[8] = {};
+      // 32 independent accumulators: vectorises without -ffast-math, and
+      // several vector adds are in flight at once (one chain of 8 was bound
+      // by the add latency, not by memory).
+      constexpr int kAcc = 32;
+      T s[kAcc] = {};
       std::int64_t i = 0;
-      for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; ++j) s[j] += p[i + j];
-      for (; i < n; ++i) s[0] += p[i];
-      return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+      for (; i + kAcc <= n; i += kAcc)
+        for (int j = 0; j < kAcc; ++j) s[j] += p[i + j];
+      for (; i < n; ++i) s[i % kAcc] += p[i];
+      for (int w = kAcc / 2; w > 0; w /= 2)  // pairwise
+        for (int j = 0; j < w; ++j) s[j] += s[j + w];
+      return s[0];
     }
     for (std::int64_t i = 0; i < n; ++i) acc = combine<OP>(acc, p[i]);
   } else {
