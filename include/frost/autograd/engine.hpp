@@ -33,8 +33,11 @@ void accumulate_leaf(TensorImpl<T>& leaf, Tensor<T> g, bool create_graph) {
               " reached a leaf of shape ", leaf.shape.str(), " (an op's backward rule returned the wrong shape)");
   if (!create_graph) g = g.detach();
   if (!leaf.grad) {
-    // After detach() g's impl is ours; its memory is ours if nobody else holds the storage.
-    const bool exclusive = g.impl()->use_count() == 1 && g.impl()->storage->use_count() == 1;
+    // After detach() g's impl is ours; its memory is ours if nobody else
+    // holds the storage, and it is kept as it is if it is also dense (not a
+    // broadcast view of a smaller gradient, which later sums would corrupt).
+    const bool exclusive =
+        g.impl()->use_count() == 1 && g.impl()->storage->use_count() == 1 && g.is_contiguous();
     leaf.grad = (exclusive || create_graph) ? g.impl_ref() : g.clone().impl_ref();
     return;
   }
@@ -131,6 +134,10 @@ std::vector<Tensor<T>> run_backward(const std::vector<Tensor<T>>& roots, const s
                   " already freed its saved tensors); pass retain_graph=true to the first backward");
       dx.assign(n->next.size(), Tensor<T>());
       n->apply(dy, Grads<T>{dx.data(), &n->next});
+      // Dropped before the sends: a rule that returns a view of dy (transpose,
+      // reshape) then hands a leaf storage nobody else holds, which it keeps
+      // as .grad instead of copying.
+      dy = Tensor<T>();
       if (!retain_graph) {
         n->release_saved();
       }

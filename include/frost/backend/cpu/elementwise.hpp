@@ -195,7 +195,7 @@ void fill(const View<T>& y, T value) {
 /// philox::block() for the N counters ctr_lo, ctr_lo + 1, ... at once: out[w][j] is
 /// word w of block j. The state is held in 64-bit lanes (values below 2^32),
 /// so every step is a plain 64-bit vector operation and the compiler
-/// vectorises the rounds across the blocks (with `omp simd`: GCC otherwise
+/// vectorises the rounds across the blocks (FROST_SIMD: GCC otherwise
 /// unrolls them into scalar code).
 template <int N>
 inline void philox_blocks(std::uint64_t seed, std::uint64_t ctr_lo, std::uint32_t (&out)[4][N]) {
@@ -210,10 +210,7 @@ inline void philox_blocks(std::uint64_t seed, std::uint64_t ctr_lo, std::uint32_
   }
   std::uint32_t k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
   for (int r = 0; r < 10; ++r) {
-#if defined(_OPENMP)
-#pragma omp simd
-#endif
-    for (int j = 0; j < N; ++j) {
+    FROST_SIMD for (int j = 0; j < N; ++j) {
       const std::uint64_t p0 = std::uint64_t{0xD2511F53u} * c0[j], p1 = std::uint64_t{0xCD9E8D57u} * c2[j];
       c0[j] = (p1 >> 32) ^ c1[j] ^ k0;
       c1[j] = p1 & kLow;
