@@ -353,6 +353,7 @@ TEST_CASE("conv/pool: the Winograd path (3x3, stride 1, 16+ channels) and its gr
       {{7, 16, 16, 16}, {16, 16, 3, 3}, 1, 1, "several chunks of images, a short last one"},
       {{17, 16, 16, 16}, {16, 16, 3, 3}, 1, 1, "several weight-gradient chunks, a short last one"},
       {{2, 32, 6, 6}, {32, 16, 3, 3}, 1, 2, "groups"},
+      {{2, 17, 6, 6}, {19, 17, 3, 3}, 1, 1, "323 filters: a short last block of the weight transforms"},
       {{1, 16, 4, 5}, {16, 16, 3, 3}, 2, 1, "padding 2"},
   };
   std::mt19937_64 rng(17);

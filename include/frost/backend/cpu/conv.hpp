@@ -244,9 +244,10 @@ inline void winograd_g(T a, T b, T c, T* u, std::int64_t n) {
 /// Filters go in blocks through a small buffer: the 16 rows of U are often a
 /// power of two apart, and storing each filter straight to all 16 of them
 /// made every store conflict in the L1 cache (200 us for 128 x 64 filters).
+constexpr std::int64_t kFilterBlock = 64;  // filters per block of the weight transforms
 template <class T>
 void winograd_weights(const T* w, std::int64_t O, std::int64_t Cg, T* U) {
-  constexpr std::int64_t kBlock = 64;
+  constexpr std::int64_t kBlock = kFilterBlock;
   const std::int64_t n = O * Cg;
   T buf[16 * kBlock];
   for (std::int64_t f0 = 0; f0 < n; f0 += kBlock) {
@@ -485,7 +486,7 @@ void winograd_output_grads(const Conv2dParams& p, const WinogradShape& s, const 
 /// blocks of filters (the 16 rows of dU are as far apart as U's).
 template <class T>
 void winograd_weight_grads(const T* dU, std::int64_t O, std::int64_t Cg, T* dw) {
-  constexpr std::int64_t kBlock = 64;
+  constexpr std::int64_t kBlock = kFilterBlock;
   const std::int64_t n = O * Cg;
   T buf[16 * kBlock];
   for (std::int64_t f0 = 0; f0 < n; f0 += kBlock) {
@@ -680,10 +681,11 @@ void conv2d_grad_weight(const Conv2dParams& p, const View<const T>& xv, const Vi
   using namespace conv_detail;
   const std::int64_t G = p.groups, Cg = p.in_channels / G, Og = p.out_channels / G;
   const std::int64_t HWi = p.in_h * p.in_w, HWo = p.out_h * p.out_w, Kg = Cg * p.kernel_h * p.kernel_w;
+  // The Winograd path writes every element of dw itself.
+  if (p.batch > 0 && use_winograd(p)) return conv2d_grad_weight_winograd(p, xv.data, dyv.data, dwv.data);
   const std::int64_t wsize = p.out_channels * Kg;
   std::fill(dwv.data, dwv.data + wsize, T(0));
   if (p.batch == 0 || wsize == 0 || HWo == 0) return;
-  if (use_winograd(p)) return conv2d_grad_weight_winograd(p, xv.data, dyv.data, dwv.data);
   const bool direct = reads_input_directly(p);
   const std::int64_t col_size = direct ? 0 : p.in_channels * p.kernel_h * p.kernel_w * HWo;
   const int threads = image_threads(p.batch, 2 * p.out_channels * Kg * HWo);
