@@ -341,20 +341,24 @@ std::vector<Row> conv_pool_rows() {
 
 TEST_CASE("conv/pool table: forward in double matches the naive loops") { check_forward_double(conv_pool_rows()); }
 
-TEST_CASE("conv/pool: the Winograd path (3x3, stride 1, 16+ channels) and its gradients match the naive loops") {
+TEST_CASE("conv/pool: the Winograd paths (3x3, stride 1, 16+ channels) and their gradients match the naive loops") {
   struct Case {
     Shape x, w;
     std::int64_t pad, groups;
+    bool f4;  // the forward pass takes F(4x4, 3x3), not F(2x2, 3x3)
     const char* what;
   };
   const Case cases[] = {
-      {{2, 16, 6, 7}, {16, 16, 3, 3}, 1, 1, "odd output width"},
-      {{5, 16, 5, 4}, {24, 16, 3, 3}, 0, 1, "odd output height, one chunk of images"},
-      {{7, 16, 16, 16}, {16, 16, 3, 3}, 1, 1, "several chunks of images, a short last one"},
-      {{17, 16, 16, 16}, {16, 16, 3, 3}, 1, 1, "several weight-gradient chunks, a short last one"},
-      {{2, 32, 6, 6}, {32, 16, 3, 3}, 1, 2, "groups"},
-      {{2, 17, 6, 6}, {19, 17, 3, 3}, 1, 1, "323 filters: a short last block of the weight transforms"},
-      {{1, 16, 4, 5}, {16, 16, 3, 3}, 2, 1, "padding 2"},
+      {{2, 16, 6, 7}, {16, 16, 3, 3}, 1, 1, false, "odd output width"},
+      {{5, 16, 5, 4}, {24, 16, 3, 3}, 0, 1, false, "odd output height, one chunk of images"},
+      {{7, 16, 16, 16}, {16, 16, 3, 3}, 1, 1, true, "several chunks of images, a short last one"},
+      {{17, 16, 16, 16}, {16, 16, 3, 3}, 1, 1, true, "several weight-gradient chunks, a short last one"},
+      {{2, 32, 6, 6}, {32, 16, 3, 3}, 1, 2, false, "groups"},
+      {{2, 17, 6, 6}, {19, 17, 3, 3}, 1, 1, false, "323 filters: a short last block of the weight transforms"},
+      {{1, 16, 4, 5}, {16, 16, 3, 3}, 2, 1, false, "padding 2"},
+      {{6, 16, 13, 11}, {20, 16, 3, 3}, 0, 1, true, "F(4x4): outputs 11x9, not a multiple of the tile"},
+      {{5, 32, 10, 12}, {34, 16, 3, 3}, 2, 2, true, "F(4x4): groups, padding 2"},
+      {{1, 16, 30, 29}, {16, 16, 3, 3}, 1, 1, true, "F(4x4): one image, 30x29"},
   };
   std::mt19937_64 rng(17);
   for (const auto& c : cases) {
@@ -365,6 +369,7 @@ TEST_CASE("conv/pool: the Winograd path (3x3, stride 1, 16+ channels) and its gr
     frost::Conv2dParams p = frost::detail::conv_params(frost::detail::ConvGeom{1, 1, c.pad, c.pad, 1, 1, c.groups}, c.x,
                                                        c.w, want.shape[2], want.shape[3]);
     CHECK(frost::cpu::conv_detail::use_winograd(p));
+    CHECK(frost::cpu::conv_detail::use_winograd4(p) == c.f4);
     const frost::Conv2dOptions o{.padding = c.pad, .groups = c.groups};
     const auto yd = frost::conv2d(TD::from(x.v, x.shape), TD::from(w.v, w.shape), TD::from(b.v, b.shape), o);
     CHECK(mismatch(yd, want, 1e-11, 1e-11, "double").empty());

@@ -2,7 +2,8 @@
 // activation applied to each image's output while it is still in cache;
 // 3x3 stride-1 convolutions with 16+ channels (forward, input and weight
 // gradients) take Winograd F(2x2, 3x3) instead, which needs 2.25x fewer
-// multiplications.
+// multiplications, and the forward pass and input gradient of large enough
+// planes F(4x4, 3x3) (conv_winograd4.hpp: 4x fewer).
 // Batches are split across OpenMP threads (one single-threaded GEMM per
 // image); a batch too small to split leaves the threading to Eigen's GEMM.
 // 1x1 stride-1 unpadded convolutions read the input as the GEMM operand
@@ -18,85 +19,14 @@
 #include "../../core/allocator.hpp"
 #include "../../core/functors.hpp"
 #include "../backend.hpp"
+#include "conv_common.hpp"
+#include "conv_winograd4.hpp"
 #include "gemm.hpp"
 #include "parallel.hpp"
 
 namespace frost::cpu {
 
 namespace conv_detail {
-
-/// Scratch blocks a thread keeps between calls, so the im2col and Winograd
-/// buffers (often a few MiB: too large for the pooled allocator's classes)
-/// are not mapped and page-faulted afresh on every call. Blocks above
-/// kKeepBytes go back to the system after use.
-struct ScratchCache {
-  static constexpr std::size_t kKeepBytes = std::size_t{32} << 20;
-  struct Slot {
-    void* p = nullptr;
-    std::size_t cap = 0;
-    bool busy = false;
-  };
-  Slot slots[2];
-  ~ScratchCache() {
-    for (auto& s : slots) std::free(s.p);
-  }
-};
-inline ScratchCache& scratch_cache() {
-  thread_local ScratchCache cache;
-  return cache;
-}
-
-/// Uninitialised scratch memory (64-byte aligned) for one kernel call, from
-/// the calling thread's cache when a slot is free.
-template <class T>
-class Scratch {
- public:
-  explicit Scratch(std::int64_t n) {
-    const std::size_t bytes = (static_cast<std::size_t>(std::max<std::int64_t>(n, 1)) * sizeof(T) + 63) / 64 * 64;
-    for (auto& s : scratch_cache().slots) {
-      if (s.busy) continue;
-      if (s.cap < bytes) {
-        std::free(s.p);
-        s.p = nullptr;
-        s.cap = 0;
-        s.p = frost::detail::system_alloc(bytes);
-        s.cap = bytes;
-      }
-      s.busy = true;
-      slot_ = &s;
-      p_ = static_cast<T*>(s.p);
-      return;
-    }
-    p_ = static_cast<T*>(frost::detail::system_alloc(bytes));
-  }
-  ~Scratch() {
-    if (!slot_) {
-      std::free(p_);
-      return;
-    }
-    slot_->busy = false;
-    if (slot_->cap > ScratchCache::kKeepBytes) {
-      std::free(slot_->p);
-      slot_->p = nullptr;
-      slot_->cap = 0;
-    }
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  T* get() const { return p_; }
-
- private:
-  ScratchCache::Slot* slot_ = nullptr;
-  T* p_ = nullptr;
-};
-
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-// Eigen array maps: vectorised at any optimisation level.
-template <class T>
-using Arr = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T>
-using ConstArr = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 /// The output columns [lo, hi) whose input column ox * stride + off lies in [0, in).
 inline void valid_range(std::int64_t off, std::int64_t stride, std::int64_t in, std::int64_t out, std::int64_t& lo,
@@ -162,38 +92,6 @@ void col2im(const T* col, std::int64_t channels, const Conv2dParams& p, T* dx) {
 inline bool reads_input_directly(const Conv2dParams& p) {
   return p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 &&
          p.pad_w == 0 && p.out_h == p.in_h && p.out_w == p.in_w;
-}
-
-/// Threads to spread the images of a batch over: 1 (Eigen then threads each
-/// GEMM) when there is one image, little work, or we are already inside a
-/// parallel region.
-inline int image_threads(std::int64_t batch, std::int64_t flops_per_image) {
-#if defined(_OPENMP)
-  if (batch < 2 || omp_in_parallel() || batch * flops_per_image < (std::int64_t{1} << 20)) return 1;
-  return static_cast<int>(std::min<std::int64_t>(batch, omp_get_max_threads()));
-#else
-  (void)batch, (void)flops_per_image;
-  return 1;
-#endif
-}
-
-/// Runs fn(thread, first_image, end_image) over the batch on `threads` threads.
-template <class Fn>
-void over_images(int threads, std::int64_t batch, Fn&& fn) {
-#if defined(_OPENMP)
-  if (threads > 1) {
-#pragma omp parallel num_threads(threads)
-    {
-      const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-      const std::int64_t chunk = ceil_div(batch, nt);
-      const std::int64_t b = std::min(batch, t * chunk), e = std::min(batch, b + chunk);
-      if (b < e) fn(static_cast<int>(t), b, e);
-    }
-    return;
-  }
-#endif
-  (void)threads;
-  fn(0, std::int64_t{0}, batch);
 }
 
 /// y[o] = act(y[o] + bias[o]) over one image's [out_channels, hw] block.
@@ -266,14 +164,6 @@ void winograd_weights(const T* w, std::int64_t O, std::int64_t Cg, T* U) {
     }
     for (int k = 0; k < 16; ++k) std::copy_n(buf + k * kBlock, nb, U + k * n + f0);
   }
-}
-
-struct WinogradShape {
-  std::int64_t th, tw, row, tiles;  // tile rows, tile columns, tiles per row with the spare one, tiles per plane
-};
-inline WinogradShape winograd_shape(const Conv2dParams& p) {
-  const std::int64_t th = ceil_div(p.out_h, 2), tw = ceil_div(p.out_w, 2);
-  return {th, tw, tw + 1, th * (tw + 1)};
 }
 
 /// V[k][c][base + q] = (B^T d_q B)[k] for every tile q of one image's planes
@@ -588,7 +478,9 @@ void conv2d(const Conv2dParams& p, const View<const T>& xv, const View<const T>&
             UnaryOp act) {
   using namespace conv_detail;
   if (conv2d_split_channels(p, xv, wv, bias, yv, act)) return;
-  if (p.batch > 0 && use_winograd(p)) return conv2d_winograd(p, xv.data, wv.data, bias, yv.data, act);
+  if (p.batch > 0 && use_winograd(p))
+    return use_winograd4(p) ? conv2d_winograd4(p, xv.data, wv.data, bias, yv.data, act)
+                            : conv2d_winograd(p, xv.data, wv.data, bias, yv.data, act);
   const std::int64_t G = p.groups, Cg = p.in_channels / G, Og = p.out_channels / G;
   const std::int64_t HWi = p.in_h * p.in_w, HWo = p.out_h * p.out_w, Kg = Cg * p.kernel_h * p.kernel_w;
   if (p.batch == 0 || p.out_channels == 0 || HWo == 0) return;
@@ -650,7 +542,8 @@ void conv2d_grad_input(const Conv2dParams& p, const View<const T>& dyv, const Vi
             T* dst = flipped.get() + ((g * Cg + c) * Og + o) * 9;
             for (int k = 0; k < 9; ++k) dst[k] = src[8 - k];
           }
-      conv2d_winograd(q, dyv.data, flipped.get(), static_cast<const T*>(nullptr), dxv.data, UnaryOp::copy);
+      if (use_winograd4(q)) conv2d_winograd4(q, dyv.data, flipped.get(), static_cast<const T*>(nullptr), dxv.data, UnaryOp::copy);
+      else conv2d_winograd(q, dyv.data, flipped.get(), static_cast<const T*>(nullptr), dxv.data, UnaryOp::copy);
       return;
     }
   }

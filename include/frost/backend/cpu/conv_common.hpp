@@ -1,0 +1,130 @@
+// Pieces the CPU convolutions share: per-thread scratch memory kept between
+// calls, array maps, and the split of a batch's images over the threads.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+
+#include <Eigen/Core>
+
+#include "../../core/allocator.hpp"
+#include "../backend.hpp"
+#include "parallel.hpp"
+
+namespace frost::cpu::conv_detail {
+
+/// Scratch blocks a thread keeps between calls, so the im2col and Winograd
+/// buffers (often a few MiB: too large for the pooled allocator's classes)
+/// are not mapped and page-faulted afresh on every call. Blocks above
+/// kKeepBytes go back to the system after use.
+struct ScratchCache {
+  static constexpr std::size_t kKeepBytes = std::size_t{32} << 20;
+  struct Slot {
+    void* p = nullptr;
+    std::size_t cap = 0;
+    bool busy = false;
+  };
+  Slot slots[2];
+  ~ScratchCache() {
+    for (auto& s : slots) std::free(s.p);
+  }
+};
+inline ScratchCache& scratch_cache() {
+  thread_local ScratchCache cache;
+  return cache;
+}
+
+/// Uninitialised scratch memory (64-byte aligned) for one kernel call, from
+/// the calling thread's cache when a slot is free.
+template <class T>
+class Scratch {
+ public:
+  explicit Scratch(std::int64_t n) {
+    const std::size_t bytes = (static_cast<std::size_t>(std::max<std::int64_t>(n, 1)) * sizeof(T) + 63) / 64 * 64;
+    for (auto& s : scratch_cache().slots) {
+      if (s.busy) continue;
+      if (s.cap < bytes) {
+        std::free(s.p);
+        s.p = nullptr;
+        s.cap = 0;
+        s.p = frost::detail::system_alloc(bytes);
+        s.cap = bytes;
+      }
+      s.busy = true;
+      slot_ = &s;
+      p_ = static_cast<T*>(s.p);
+      return;
+    }
+    p_ = static_cast<T*>(frost::detail::system_alloc(bytes));
+  }
+  ~Scratch() {
+    if (!slot_) {
+      std::free(p_);
+      return;
+    }
+    slot_->busy = false;
+    if (slot_->cap > ScratchCache::kKeepBytes) {
+      std::free(slot_->p);
+      slot_->p = nullptr;
+      slot_->cap = 0;
+    }
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* get() const { return p_; }
+
+ private:
+  ScratchCache::Slot* slot_ = nullptr;
+  T* p_ = nullptr;
+};
+
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Eigen array maps: vectorised at any optimisation level.
+template <class T>
+using Arr = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using ConstArr = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+/// Threads to spread the images of a batch over: 1 (Eigen then threads each
+/// GEMM) when there is one image, little work, or we are already inside a
+/// parallel region.
+inline int image_threads(std::int64_t batch, std::int64_t flops_per_image) {
+#if defined(_OPENMP)
+  if (batch < 2 || omp_in_parallel() || batch * flops_per_image < (std::int64_t{1} << 20)) return 1;
+  return static_cast<int>(std::min<std::int64_t>(batch, omp_get_max_threads()));
+#else
+  (void)batch, (void)flops_per_image;
+  return 1;
+#endif
+}
+
+/// Runs fn(thread, first_image, end_image) over the batch on `threads` threads.
+template <class Fn>
+void over_images(int threads, std::int64_t batch, Fn&& fn) {
+#if defined(_OPENMP)
+  if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+    {
+      const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+      const std::int64_t chunk = ceil_div(batch, nt);
+      const std::int64_t b = std::min(batch, t * chunk), e = std::min(batch, b + chunk);
+      if (b < e) fn(static_cast<int>(t), b, e);
+    }
+    return;
+  }
+#endif
+  (void)threads;
+  fn(0, std::int64_t{0}, batch);
+}
+
+/// Tiles of a Winograd F(m x m, 3x3) convolution's output planes.
+struct WinogradShape {
+  std::int64_t th, tw, row, tiles;  // tile rows, tile columns, tiles per row with the spare one, tiles per plane
+};
+inline WinogradShape winograd_shape(const Conv2dParams& p, std::int64_t m = 2) {
+  const std::int64_t th = ceil_div(p.out_h, m), tw = ceil_div(p.out_w, m);
+  return {th, tw, tw + 1, th * (tw + 1)};
+}
+
+}  // namespace frost::cpu::conv_detail

@@ -1,0 +1,223 @@
+// Winograd F(4x4, 3x3) for the forward convolution: each 4x4 output tile
+// is A^T [(G g G^T) . (B^T d B)] A over a 6x6 input tile, so the channel
+// sums become 36 GEMMs [O, C] x [C, tiles] with 4x fewer multiplications
+// than the direct sum (F(2x2, 3x3) saves 2.25x). The points 0, +-1, +-2 and
+// infinity (Lavin & Gray) keep the transforms' factors small (at most 8), so
+// float results stay within about ten ulp of the direct sum's rounding on
+// inputs of one scale.
+//
+// Layout as F(2x2, 3x3)'s: a plane's tiles are numbered q = ty (tw + 1) + tx,
+// one spare tile per tile row, and the input plane is split into 16 phase
+// planes by row and column modulo 4, zero-padded, so that patch element
+// (i, j) of every tile is one contiguous array: phase plane (i % 4, j % 4)
+// shifted by i / 4 rows and j / 4 columns of tiles.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include <Eigen/Core>
+
+#include "../../core/functors.hpp"
+#include "conv_common.hpp"
+#include "gemm.hpp"
+
+namespace frost::cpu::conv_detail {
+
+/// Worth it over F(2x2, 3x3) once a plane holds a few 4x4 tiles each way
+/// and the batch gives the GEMMs 64+ columns (one 16x16 image has 20 tiles:
+/// its GEMMs are then too narrow to pay for 2.25x more weight transforms).
+inline bool use_winograd4(const Conv2dParams& p) {
+  return p.out_h >= 8 && p.out_w >= 8 && p.batch * winograd_shape(p, 4).tiles >= 64;
+}
+
+/// U[k][o][c] = (G g G^T)[k] for the 36 positions k of a 6x6 tile, through
+/// a buffer of filter blocks as winograd_weights (the 36 rows of U are often
+/// a power of two apart).
+template <class T>
+void winograd4_weights(const T* w, std::int64_t O, std::int64_t Cg, T* U) {
+  constexpr std::int64_t kBlock = 32;
+  const std::int64_t n = O * Cg;
+  T buf[36 * kBlock];
+  // G's rows: (1/4, 0, 0), -(1, 1, 1)/6, -(1, -1, 1)/6, (1/24, 1/12, 1/6), (1/24, -1/12, 1/6), (0, 0, 1).
+  const T q4 = T(1) / T(4), q6 = T(1) / T(6), q12 = T(1) / T(12), q24 = T(1) / T(24);
+  auto g6 = [&](T a, T b, T c, T* u, std::int64_t st) {
+    u[0] = q4 * a;
+    u[st] = -q6 * (a + b + c);
+    u[2 * st] = -q6 * (a - b + c);
+    u[3 * st] = q24 * a + q12 * b + q6 * c;
+    u[4 * st] = q24 * a - q12 * b + q6 * c;
+    u[5 * st] = c;
+  };
+  for (std::int64_t f0 = 0; f0 < n; f0 += kBlock) {
+    const std::int64_t nb = std::min(kBlock, n - f0);
+    FROST_SIMD for (std::int64_t j = 0; j < nb; ++j) {
+      const T* g = w + (f0 + j) * 9;
+      T h[18];  // G g: h[r * 3 + c], each column of g transformed
+      for (int c = 0; c < 3; ++c) g6(g[c], g[3 + c], g[6 + c], h + c, 3);
+      for (int r = 0; r < 6; ++r) g6(h[r * 3], h[r * 3 + 1], h[r * 3 + 2], buf + r * 6 * kBlock + j, kBlock);  // (G g) G^T
+    }
+    for (int k = 0; k < 36; ++k) std::copy_n(buf + k * kBlock, nb, U + k * n + f0);
+  }
+}
+
+/// V[k][c][base + q] = (B^T d_q B)[k] for every tile q of one image's planes
+/// (ks: the stride between positions k, cs: between channels). `work` holds
+/// 4 phase planes of (th + 1) x 4 row and 24 rows of tiles.
+template <class T>
+void winograd4_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x, T* V, std::int64_t ks,
+                      std::int64_t cs, T* work) {
+  const std::int64_t H = p.in_h, W = p.in_w, L = s.tiles, Wp = 4 * s.row, psize = (s.th + 1) * Wp;
+  // Row phase planes: R[rp][r4][col] = padded x[4 r4 + rp][col]. A row of
+  // tiles is 4 row = Wp columns wide, so tile q's column j sits at 4 q + j
+  // of any array of tile rows, whatever the tile row.
+  T* R = work;
+  T* Tr = work + 4 * psize;  // Tr[a][4 q + j]: row a of B^T d, patch column j of tile q
+  const std::int64_t left = std::min(p.pad_w, Wp), width = std::clamp<std::int64_t>(Wp - p.pad_w, 0, W);
+  for (std::int64_t c = 0; c < p.in_channels; ++c) {
+    const T* xc = x + c * H * W;
+    for (int rp = 0; rp < 4; ++rp)
+      for (std::int64_t r4 = 0; r4 <= s.th; ++r4) {
+        const std::int64_t iy = 4 * r4 + rp - p.pad_h;
+        T* r = R + rp * psize + r4 * Wp;
+        if (iy < 0 || iy >= H) {
+          std::fill_n(r, Wp, T(0));
+          continue;
+        }
+        std::fill_n(r, left, T(0));
+        const T* xr = xc + iy * W;
+        T* rl = r + left;
+        FROST_SIMD for (std::int64_t k = 0; k < width; ++k) rl[k] = xr[k];  // inline: a call costs more at this length
+        std::fill(rl + width, r + Wp, T(0));
+      }
+    // B^T d over the patch rows i = 0..5: row phase i % 4, i / 4 tile rows down.
+    // B^T's rows: (4, 0, -5, 0, 1, 0), (0, -4, -4, 1, 1, 0), (0, 4, -4, -1, 1, 0),
+    // (0, -2, -1, 2, 1, 0), (0, 2, -1, -2, 1, 0), (0, 4, 0, -5, 0, 1).
+    {
+      const std::int64_t n = 4 * L;
+      const T *d0 = R, *d1 = R + psize, *d2 = R + 2 * psize, *d3 = R + 3 * psize, *d4 = d0 + Wp, *d5 = d1 + Wp;
+      FROST_SIMD for (std::int64_t f = 0; f < n; ++f) {
+        const T a = d4[f] - T(4) * d2[f], b = d3[f] - T(4) * d1[f];
+        const T e = T(2) * (d3[f] - d1[f]), g = d4[f] - d2[f];
+        Tr[f] = T(4) * d0[f] - T(5) * d2[f] + d4[f];
+        Tr[n + f] = a + b;
+        Tr[2 * n + f] = a - b;
+        Tr[3 * n + f] = g + e;
+        Tr[4 * n + f] = g - e;
+        Tr[5 * n + f] = T(4) * d1[f] - T(5) * d3[f] + d5[f];
+      }
+    }
+    // (B^T d) B over the patch columns j = 0..5 of each tile: 4 q + j.
+    T* vc = V + c * cs;
+    for (int a = 0; a < 6; ++a) {
+      const T* e = Tr + a * 4 * L;
+      T* v = vc + (a * 6) * ks;
+      FROST_SIMD for (std::int64_t q = 0; q < L - 1; ++q) {
+        const T e0 = e[4 * q], e1 = e[4 * q + 1], e2 = e[4 * q + 2], e3 = e[4 * q + 3], e4 = e[4 * q + 4],
+                e5 = e[4 * q + 5];
+        const T u = e4 - T(4) * e2, w = e3 - T(4) * e1, g = T(2) * (e3 - e1), h = e4 - e2;
+        v[q] = T(4) * e0 - T(5) * e2 + e4;
+        v[ks + q] = u + w;
+        v[2 * ks + q] = u - w;
+        v[3 * ks + q] = h + g;
+        v[4 * ks + q] = h - g;
+        v[5 * ks + q] = T(4) * e1 - T(5) * e3 + e5;
+      }
+      for (int k = 0; k < 6; ++k) v[k * ks + L - 1] = T(0);  // the last spare tile
+    }
+  }
+}
+
+/// y = A^T m A + bias (then the activation) for `images` images' planes
+/// from M[k][o][q] (ks: the stride between positions k, os: between
+/// channels; each image's tiles follow the previous one's, so the
+/// transforms run over all of them at once). Spare tiles and outputs past
+/// the plane's edge are dropped. `work` holds 40 rows of images x tiles.
+template <class T>
+void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64_t images, const T* M,
+                       std::int64_t ks, std::int64_t os, const T* bias, UnaryOp act, T* y, T* work) {
+  const std::int64_t OH = p.out_h, OW = p.out_w, L = images * s.tiles;
+  T* t = work;             // A^T m: t[(r * 6 + j) * L + q], r = 0..3
+  T* out = work + 24 * L;  // out[(r * 4) * L + 4 q + c]
+  const bool relu = act == UnaryOp::relu;
+  // A^T's rows: (1, 1, 1, 1, 1, 0), (0, 1, -1, 2, -2, 0), (0, 1, 1, 4, 4, 0), (0, 1, -1, 8, -8, 1).
+  for (std::int64_t o = 0; o < p.out_channels; ++o) {
+    const T* mo = M + o * os;
+    for (int j = 0; j < 6; ++j) {
+      const T *m0 = mo + j * ks, *m1 = mo + (6 + j) * ks, *m2 = mo + (12 + j) * ks, *m3 = mo + (18 + j) * ks,
+              *m4 = mo + (24 + j) * ks, *m5 = mo + (30 + j) * ks;
+      T* tj = t + j * L;
+      FROST_SIMD for (std::int64_t q = 0; q < L; ++q) {
+        const T a = m1[q] + m2[q], b = m1[q] - m2[q], c = m3[q] + m4[q], d = m3[q] - m4[q];
+        tj[q] = m0[q] + a + c;
+        tj[6 * L + q] = b + T(2) * d;
+        tj[12 * L + q] = a + T(4) * c;
+        tj[18 * L + q] = b + T(8) * d + m5[q];
+      }
+    }
+    const T bo = bias ? bias[o] : T(0);
+    for (int r = 0; r < 4; ++r) {
+      // Row r of every tile, its four columns interleaved (out[4 q + c]) so
+      // that a tile row of the output plane is one contiguous run.
+      const T *t0 = t + (r * 6) * L, *t1 = t0 + L, *t2 = t1 + L, *t3 = t2 + L, *t4 = t3 + L, *t5 = t4 + L;
+      T* out_r = out + (r * 4) * L;
+      FROST_SIMD for (std::int64_t q = 0; q < L; ++q) {
+        const T a = t1[q] + t2[q], b = t1[q] - t2[q], c = t3[q] + t4[q], d = t3[q] - t4[q];
+        const T v0 = t0[q] + a + c + bo, v1 = b + T(2) * d + bo, v2 = a + T(4) * c + bo, v3 = b + T(8) * d + t5[q] + bo;
+        out_r[4 * q] = relu ? (v0 > T(0) ? v0 : T(0)) : v0;  // NaN -> 0, as fn::unary's relu
+        out_r[4 * q + 1] = relu ? (v1 > T(0) ? v1 : T(0)) : v1;
+        out_r[4 * q + 2] = relu ? (v2 > T(0) ? v2 : T(0)) : v2;
+        out_r[4 * q + 3] = relu ? (v3 > T(0) ? v3 : T(0)) : v3;
+      }
+    }
+    for (std::int64_t i = 0; i < images; ++i) {
+      T* yo = y + (i * p.out_channels + o) * OH * OW;
+      for (std::int64_t ty = 0; ty < s.th; ++ty)
+        for (int r = 0; r < 4 && 4 * ty + r < OH; ++r)
+        {
+          const T* src = out + (r * 4) * L + 4 * (i * s.tiles + ty * s.row);
+          T* dst = yo + (4 * ty + r) * OW;
+          FROST_SIMD for (std::int64_t k = 0; k < OW; ++k) dst[k] = src[k];
+        }
+      if (act != UnaryOp::copy && act != UnaryOp::relu)
+        for (std::int64_t k = 0; k < OH * OW; ++k) yo[k] = fn::unary(act, yo[k], T(0), T(0));
+    }
+  }
+}
+
+/// The forward convolution (use_winograd and use_winograd4 hold).
+template <class T>
+void conv2d_winograd4(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, UnaryOp act) {
+  const std::int64_t G = p.groups, C = p.in_channels, O = p.out_channels, Cg = C / G, Og = O / G;
+  const WinogradShape s = winograd_shape(p, 4);
+  // Each thread takes an equal share of the images, in chunks of about 128
+  // tiles per GEMM: wide GEMMs, while V and M stay near the cache.
+  const int threads = image_threads(p.batch, 2 * 36 * O * Cg * s.tiles);
+  const std::int64_t share = ceil_div(p.batch, threads);
+  const std::int64_t chunk = ceil_div(share, ceil_div(share, std::max<std::int64_t>(128 / s.tiles, 1)));
+  const std::int64_t P = chunk * s.tiles;
+  Scratch<T> U(36 * O * Cg);
+  winograd4_weights(w, O, Cg, U.get());
+  const std::int64_t work = std::max(16 * (s.th + 1) * s.row + 24 * s.tiles, 40 * P);  // inputs', outputs' work
+  const std::int64_t per_thread = 36 * (C + O) * P + work;
+  Scratch<T> scratch(threads * per_thread);
+  over_images(threads, p.batch, [&](int t, std::int64_t b, std::int64_t e) {
+    T* V = scratch.get() + t * per_thread;  // V[k][c][P]
+    T* M = V + 36 * C * P;                  // M[k][o][P]
+    T* wk = M + 36 * O * P;
+    for (std::int64_t n0 = b; n0 < e; n0 += chunk) {
+      const std::int64_t images = std::min(chunk, e - n0);
+      const std::int64_t used = images * s.tiles;  // the last chunk may be short
+      for (std::int64_t i = 0; i < images; ++i)
+        winograd4_inputs(p, s, x + (n0 + i) * C * p.in_h * p.in_w, V + i * s.tiles, C * P, P, wk);
+      for (int k = 0; k < 36; ++k)
+        for (std::int64_t g = 0; g < G; ++g) {
+          Eigen::Map<const RowMat<T>, 0, Stride> A(U.get() + (k * O + g * Og) * Cg, Og, Cg, Stride(Cg));
+          Eigen::Map<const RowMat<T>, 0, Stride> B(V + (k * C + g * Cg) * P, Cg, used, Stride(P));
+          Eigen::Map<RowMat<T>, 0, Stride>(M + (k * O + g * Og) * P, Og, used, Stride(P)).noalias() = A * B;
+        }
+      winograd4_outputs(p, s, images, M, O * P, P, bias, act, y + n0 * O * p.out_h * p.out_w, wk);
+    }
+  });
+}
+
+}  // namespace frost::cpu::conv_detail
