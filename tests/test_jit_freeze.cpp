@@ -2,6 +2,8 @@
 // models frozen against eager, and jit::compile across branches.
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <frost/frost.hpp>
 #include <string>
 
@@ -151,6 +153,40 @@ TEST_CASE("freeze pass: conv + relu + max pool run block by block, the conv outp
   CHECK(reported(fused, "conv + max pool: 2 pairs"));
   CHECK(close(fused.run(x), plain.run(x)));
   CHECK(fused.arena_bytes() < plain.arena_bytes());
+}
+
+TEST_CASE("freeze pass: one image's conv + relu + max pool runs by blocks of filters") {
+  manual_seed(18);
+  auto m = nn::make<guide::ResearchModel>();
+  m->eval();
+  const auto x = T::randn({1, 3, 32, 32});
+  const auto g = jit::trace(m, x);
+  jit::FreezeOptions off;
+  off.fuse_conv_pool = false;
+  auto fused = jit::freeze<float>(g), plain = jit::freeze<float>(g, off);
+  CHECK(count(fused.graph(), jit::StepKind::conv2d_pool) == 2);
+  CHECK(count(plain.graph(), jit::StepKind::max_pool2d) == 2);
+  for (const auto& s : fused.graph().steps)  // 32x32 planes of 64 filters: blocks of 16 (64 KiB of outputs)
+    if (s.kind == jit::StepKind::conv2d_pool && s.conv.out_h == 32) CHECK(s.out[1].shape[1] == 16);
+  CHECK(close(fused.run(x), plain.run(x)));
+  CHECK(close(fused.run(x), [&] { InferenceMode im; return m(x); }()));
+  // The first conv's output (256 KiB) is never stored: the arena holds the pooled maps and the blocks.
+  CHECK(fused.arena_bytes() < 64 * 32 * 32 * 4);
+  CHECK(fused.arena_bytes() < plain.arena_bytes());
+  // 20 filters go as 16 + 4; the plan survives its own validation on load.
+  struct Net : nn::Module {
+    nn::Conv2d conv = register_module("conv", nn::Conv2d(3, 20, 3, {.padding = 1}));
+    T forward(const T& x) { return frost::max_pool2d(conv(x).relu(), 2); }
+  };
+  auto net = nn::make<Net>();
+  auto p20 = jit::freeze(net, x);
+  CHECK(count(p20.graph(), jit::StepKind::conv2d_pool) == 1);
+  CHECK(close(p20.run(x), [&] { InferenceMode im; return net(x); }()));
+  const auto path = (std::filesystem::temp_directory_path() / "frost_test_conv_blocks.frost").string();
+  p20.save(path);
+  auto loaded = jit::Plan<float>::load(path);
+  std::remove(path.c_str());
+  CHECK(close(loaded.run(x), p20.run(x), 0));
 }
 
 TEST_CASE("freeze pass: elementwise chains become one fused kernel") {

@@ -103,56 +103,70 @@ void run_linear_device(Backend<T>& be, const Step& s, Bases b) {
 }
 
 /// Convolution then max pooling a few images at a time: each thread's conv
-/// output lives in its slice of the scratch window (out[1], [threads * k, C,
+/// output lives in its slice of the scratch window (out[1], [threads * k, B,
 /// H, W]) and is pooled while in cache; the full conv output never exists.
+/// With B below the output channels (one image, k = 1), the units of work
+/// are blocks of B filters: the weight's and bias's slices, pooled into the
+/// output's matching channels.
 template <class T>
 void run_conv_pool(Backend<T>& be, const Step& s, Bases b) {
   const Slot& scratch = s.out[1];
-  const std::int64_t batch = s.conv.batch, per_image_x = s.conv.in_channels * s.conv.in_h * s.conv.in_w;
-  const std::int64_t per_image_c = s.conv.out_channels * s.conv.out_h * s.conv.out_w;
-  const std::int64_t per_image_y = s.pool.channels * s.pool.out_h * s.pool.out_w;
+  const std::int64_t batch = s.conv.batch, O = s.conv.out_channels, block = scratch.shape[1];
+  const std::int64_t per_image_x = s.conv.in_channels * s.conv.in_h * s.conv.in_w, hw = s.conv.out_h * s.conv.out_w;
+  const std::int64_t pooled_hw = s.pool.out_h * s.pool.out_w, per_image_y = O * pooled_hw;
+  const std::int64_t per_filter = s.conv.in_channels / s.conv.groups * s.conv.kernel_h * s.conv.kernel_w;
   const std::int64_t k = s.i0;  // images per conv call
+  const std::int64_t blocks = (O + block - 1) / block;
   const int threads = static_cast<int>(scratch.shape[0] / k);
   const T* x = ptr<const T>(s.in[0], b);
   const T* bias = ptr<const T>(s.in[2], b);
-  const View<const T> w = view<const T>(s.in[1], b);
+  const T* w = ptr<const T>(s.in[1], b);
   T* y = ptr<T>(s.out[0], b);
   T* tmp = ptr<T>(scratch, b);
-  auto work = [&](int t, std::int64_t lo, std::int64_t hi) {
-    for (std::int64_t n = lo; n < hi; n += k) {
-      const std::int64_t m = std::min(k, hi - n);
-      Conv2dParams cp = s.conv;
-      cp.batch = m;
-      Pool2dParams pp = s.pool;
-      pp.batch = m;
-      T* c = tmp + t * k * per_image_c;
-      const Shape cs{m, cp.out_channels, cp.out_h, cp.out_w};
-      be.conv2d(cp, View<const T>(x + n * per_image_x, Shape{m, cp.in_channels, cp.in_h, cp.in_w}), w, bias, View<T>(c, cs),
-                static_cast<UnaryOp>(s.op));
-      be.max_pool2d(pp, View<const T>(c, cs), View<T>(y + n * per_image_y, Shape{m, pp.channels, pp.out_h, pp.out_w}),
-                    View<std::int64_t>(nullptr, Shape{m, pp.channels, pp.out_h, pp.out_w}));
-    }
+  // Images [n, n + m), filters [o0, o0 + oc) (all of them when m > 1).
+  auto conv_pool = [&](int t, std::int64_t n, std::int64_t m, std::int64_t o0, std::int64_t oc) {
+    Conv2dParams cp = s.conv;
+    cp.batch = m;
+    cp.out_channels = oc;
+    Pool2dParams pp = s.pool;
+    pp.batch = m;
+    pp.channels = oc;
+    T* c = tmp + t * k * block * hw;
+    const Shape cs{m, oc, cp.out_h, cp.out_w}, ys{m, oc, pp.out_h, pp.out_w};
+    be.conv2d(cp, View<const T>(x + n * per_image_x, Shape{m, cp.in_channels, cp.in_h, cp.in_w}),
+              View<const T>(w + o0 * per_filter, Shape{oc, cp.in_channels / cp.groups, cp.kernel_h, cp.kernel_w}),
+              bias ? bias + o0 : nullptr, View<T>(c, cs), static_cast<UnaryOp>(s.op));
+    be.max_pool2d(pp, View<const T>(c, cs), View<T>(y + n * per_image_y + o0 * pooled_hw, ys),
+                  View<std::int64_t>(nullptr, ys));
   };
+  // Units [lo, hi): images, k to a call, or (image, filter block) pairs.
+  auto work = [&](int t, std::int64_t lo, std::int64_t hi) {
+    if (blocks == 1)
+      for (std::int64_t n = lo; n < hi; n += k) conv_pool(t, n, std::min(k, hi - n), 0, O);
+    else
+      for (std::int64_t u = lo; u < hi; ++u) conv_pool(t, u / blocks, 1, u % blocks * block, std::min(block, O - u % blocks * block));
+  };
+  const std::int64_t units = blocks == 1 ? batch : batch * blocks;
   if (!be.device().is_cpu()) {  // a device runs the chunks in order, reusing the scratch
-    for (std::int64_t n = 0; n < batch; n += k * threads) {
-      const std::int64_t hi = std::min(batch, n + k * threads);
+    for (std::int64_t n = 0; n < units; n += k * threads) {
+      const std::int64_t hi = std::min(units, n + k * threads);
       for (std::int64_t c = n, t = 0; c < hi; c += k, ++t) work(static_cast<int>(t), c, std::min(hi, c + k));
     }
     return;
   }
 #if defined(_OPENMP)
-  if (threads > 1 && batch > k && !omp_in_parallel()) {
+  if (threads > 1 && units > k && !omp_in_parallel()) {
 #pragma omp parallel num_threads(threads)
     {
       const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-      const std::int64_t per = (batch + nt - 1) / nt;
-      const std::int64_t lo = std::min(batch, t * per), hi = std::min(batch, lo + per);
+      const std::int64_t per = (units + nt - 1) / nt;
+      const std::int64_t lo = std::min(units, t * per), hi = std::min(units, lo + per);
       if (lo < hi) work(static_cast<int>(t), lo, hi);
     }
     return;
   }
 #endif
-  work(0, 0, batch);
+  work(0, 0, units);
 }
 
 template <class T>

@@ -65,13 +65,21 @@ inline int plan_threads() {
 
 /// Convolution followed by max pooling of its whole output becomes one step
 /// that pools each few images' conv output while it is in cache: the full
-/// conv output (often the largest activation) is never stored.
+/// conv output (often the largest activation) is never stored. One image
+/// goes in blocks of output channels instead, each thread's block near
+/// kConvPoolBlockBytes, so that the threads split the image and its conv
+/// output stays small (the scratch's dim 1 is the block).
+inline constexpr std::int64_t kConvPoolBlockBytes = 64 << 10;
 inline void fuse_conv_pool(FreezeState& st, std::int64_t images_per_block = 0) {
   Graph& g = st.g;
   int n = 0;
   rewrite_to_fixpoint(g, [&](const Uses& u, std::size_t k) {
     Step& p = g.steps[k];
-    if (p.kind != StepKind::conv2d || p.conv.batch < 2) return false;
+    if (p.kind != StepKind::conv2d || p.conv.batch < 1) return false;
+    // Channel blocks slice the weight by filters: one group only. A device
+    // runs whole convolutions (images_per_block > 0).
+    const bool by_channels = p.conv.batch == 1;
+    if (by_channels && (images_per_block > 0 || p.conv.groups != 1)) return false;
     const int x = p.out[0].buf;
     const Buffer& xb = g.buffers[static_cast<std::size_t>(x)];
     const auto& rd = u.readers[static_cast<std::size_t>(x)];
@@ -79,16 +87,26 @@ inline void fuse_conv_pool(FreezeState& st, std::int64_t images_per_block = 0) {
     const Step& q = g.steps[static_cast<std::size_t>(rd[0])];
     if (q.kind != StepKind::max_pool2d || q.out.size() != 1 || !q.in[0].covers(xb.numel) || q.in[0].shape != p.out[0].shape)
       return false;
-    // Images per conv call: about 256 output tiles of 2x2, what the Winograd GEMMs like.
-    const std::int64_t tiles = ((p.conv.out_h + 1) / 2) * ((p.conv.out_w + 1) / 2);
-    // A device runs blocks of images_per_block, one after another.
-    const std::int64_t images = images_per_block > 0 ? std::min(images_per_block, p.conv.batch)
-                                                     : std::clamp<std::int64_t>(1024 / std::max<std::int64_t>(tiles, 1), 1, 16);
-    const int threads = images_per_block > 0 ? 1
-                        : static_cast<int>(std::min<std::int64_t>(plan_threads(), (p.conv.batch + images - 1) / images));
+    const std::int64_t O = p.conv.out_channels, hw = p.conv.out_h * p.conv.out_w;
+    std::int64_t images = 1, block = O;
+    int threads = 1;
+    if (by_channels) {
+      const int nt = plan_threads();
+      const std::int64_t plane = std::max<std::int64_t>(hw * static_cast<std::int64_t>(detail::dtype_size(xb.dtype)), 1);
+      block = std::clamp<std::int64_t>(kConvPoolBlockBytes / plane, 1, (O + nt - 1) / nt);
+      threads = static_cast<int>(std::min<std::int64_t>(nt, (O + block - 1) / block));
+    } else {
+      // Images per conv call: about 256 output tiles of 2x2, what the Winograd GEMMs like.
+      const std::int64_t tiles = ((p.conv.out_h + 1) / 2) * ((p.conv.out_w + 1) / 2);
+      // A device runs blocks of images_per_block, one after another.
+      images = images_per_block > 0 ? std::min(images_per_block, p.conv.batch)
+                                    : std::clamp<std::int64_t>(1024 / std::max<std::int64_t>(tiles, 1), 1, 16);
+      threads = images_per_block > 0 ? 1
+                                     : static_cast<int>(std::min<std::int64_t>(plan_threads(), (p.conv.batch + images - 1) / images));
+    }
     Buffer scratch;
     scratch.dtype = xb.dtype;
-    const Shape ss{threads * images, p.conv.out_channels, p.conv.out_h, p.conv.out_w};
+    const Shape ss{threads * images, block, p.conv.out_h, p.conv.out_w};
     scratch.numel = ss.numel();
     const int sb = g.add_buffer(std::move(scratch));
     p.kind = StepKind::conv2d_pool;
@@ -99,7 +117,8 @@ inline void fuse_conv_pool(FreezeState& st, std::int64_t images_per_block = 0) {
     ++n;
     return true;
   });
-  st.report.push_back("conv + max pool: " + std::to_string(n) + " pairs run image-block by image-block (the conv output is never stored whole)");
+  st.report.push_back("conv + max pool: " + std::to_string(n) +
+                      " pairs run image-block by image-block, or one image by channel blocks (the conv output is never stored whole)");
 }
 
 /// A unary or binary float step over dense windows of one shape, no broadcasting.
