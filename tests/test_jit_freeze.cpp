@@ -189,6 +189,33 @@ TEST_CASE("freeze pass: one image's conv + relu + max pool runs by blocks of fil
   CHECK(close(loaded.run(x), p20.run(x), 0));
 }
 
+TEST_CASE("freeze pass: Winograd filters are transformed once, at freeze") {
+  manual_seed(23);
+  auto m = nn::make<guide::ResearchModel>();
+  m->eval();
+  for (std::int64_t batch : {1, 9}) {
+    INFO("batch " << batch);
+    const auto x = T::randn({batch, 3, 32, 32});
+    const auto g = jit::trace(m, x);
+    jit::FreezeOptions off;
+    off.prepare_filters = false;
+    auto prepared = jit::freeze<float>(g), plain = jit::freeze<float>(g, off);
+    // conv2 (64 -> 128, 3x3) is Winograd's; conv1 (3 input channels) is not.
+    CHECK(reported(prepared, "filter preparation: 1 convolutions"));
+    std::int64_t positions = 0;
+    for (const auto& s : prepared.graph().steps)
+      if (s.in.size() == 4) positions = s.in[3].shape[0];
+    CHECK(positions == (batch == 1 ? 16 : 36));  // F(2x2, 3x3) for one image's 16x16 planes, F(4x4, 3x3) for blocks of them
+    CHECK(close(prepared.run(x), plain.run(x)));
+    CHECK(close(prepared.run(x), [&] { InferenceMode im; return m(x); }()));
+    const auto path = (std::filesystem::temp_directory_path() / "frost_test_prepared.frost").string();
+    prepared.save(path);
+    auto loaded = jit::Plan<float>::load(path);
+    std::remove(path.c_str());
+    CHECK(close(loaded.run(x), prepared.run(x), 0));
+  }
+}
+
 TEST_CASE("freeze pass: elementwise chains become one fused kernel") {
   auto f = [](const T& a, const T& b) { return ((a * b + 1.0f).tanh() - a).relu(); };
   const auto a = T::randn({3, 70}), b = T::randn({3, 70});

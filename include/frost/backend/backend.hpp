@@ -114,6 +114,24 @@ struct Backend {
     (void)p, (void)x, (void)w, (void)bias, (void)y, (void)act;
     unsupported("conv2d");
   }
+  /// Filters in a form of the backend's own, made once for many calls (a
+  /// frozen plan's constant filters; the CPU's: Winograd-transformed): its
+  /// shape for calls like p (empty: conv2d reads the filters as they are),
+  /// making it, and conv2d with it (a view whose dim-0 stride may span a
+  /// larger bank's filters: a block of them).
+  virtual Shape conv2d_prepared_shape(const Conv2dParams& p) {
+    (void)p;
+    return {};
+  }
+  virtual void conv2d_prepare(const Conv2dParams& p, const View<const T>& w, const View<T>& prepared) {
+    (void)p, (void)w, (void)prepared;
+    unsupported("conv2d_prepare");
+  }
+  virtual void conv2d_prepared(const Conv2dParams& p, const View<const T>& x, const View<const T>& prepared,
+                               const T* bias, const View<T>& y, UnaryOp act) {
+    (void)p, (void)x, (void)prepared, (void)bias, (void)y, (void)act;
+    unsupported("conv2d_prepared");
+  }
   /// dx = the gradient of conv2d w.r.t. x given dy (x's extents from p);
   /// also conv_transpose2d's forward with dy as its input. Overwrites dx.
   virtual void conv2d_grad_input(const Conv2dParams& p, const View<const T>& dy, const View<const T>& w,

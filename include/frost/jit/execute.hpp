@@ -102,6 +102,12 @@ void run_linear_device(Backend<T>& be, const Step& s, Bases b) {
             ptr<const T>(bias, b), ptr<T>(y, b), static_cast<UnaryOp>(s.op));
 }
 
+/// True when a conv step carries its filters prepared for the CPU (in[3]) and runs there.
+template <class T>
+bool prepared(const Step& s, Backend<T>& be) {
+  return s.in.size() > 3 && s.in[3].buf >= 0 && be.device().is_cpu();
+}
+
 /// Convolution then max pooling a few images at a time: each thread's conv
 /// output lives in its slice of the scratch window (out[1], [threads * k, B,
 /// H, W]) and is pooled while in cache; the full conv output never exists.
@@ -121,6 +127,7 @@ void run_conv_pool(Backend<T>& be, const Step& s, Bases b) {
   const T* x = ptr<const T>(s.in[0], b);
   const T* bias = ptr<const T>(s.in[2], b);
   const T* w = ptr<const T>(s.in[1], b);
+  const View<const T> u = prepared(s, be) ? view<const T>(s.in[3], b) : View<const T>(nullptr, Shape{});
   T* y = ptr<T>(s.out[0], b);
   T* tmp = ptr<T>(scratch, b);
   // Images [n, n + m), filters [o0, o0 + oc) (all of them when m > 1).
@@ -133,9 +140,13 @@ void run_conv_pool(Backend<T>& be, const Step& s, Bases b) {
     pp.channels = oc;
     T* c = tmp + t * k * block * hw;
     const Shape cs{m, oc, cp.out_h, cp.out_w}, ys{m, oc, pp.out_h, pp.out_w};
-    be.conv2d(cp, View<const T>(x + n * per_image_x, Shape{m, cp.in_channels, cp.in_h, cp.in_w}),
-              View<const T>(w + o0 * per_filter, Shape{oc, cp.in_channels / cp.groups, cp.kernel_h, cp.kernel_w}),
-              bias ? bias + o0 : nullptr, View<T>(c, cs), static_cast<UnaryOp>(s.op));
+    const View<const T> xs(x + n * per_image_x, Shape{m, cp.in_channels, cp.in_h, cp.in_w});
+    if (u.data)  // the block's rows of the prepared bank
+      be.conv2d_prepared(cp, xs, View<const T>(u.data + o0 * u.strides[1], Shape{u.shape[0], oc, u.shape[2]}, u.strides),
+                         bias ? bias + o0 : nullptr, View<T>(c, cs), static_cast<UnaryOp>(s.op));
+    else
+      be.conv2d(cp, xs, View<const T>(w + o0 * per_filter, Shape{oc, cp.in_channels / cp.groups, cp.kernel_h, cp.kernel_w}),
+                bias ? bias + o0 : nullptr, View<T>(c, cs), static_cast<UnaryOp>(s.op));
     be.max_pool2d(pp, View<const T>(c, cs), View<T>(y + n * per_image_y + o0 * pooled_hw, ys),
                   View<std::int64_t>(nullptr, ys));
   };
@@ -201,7 +212,8 @@ void run_typed(const Step& s, Bases b, Device d) {
       be.scatter_add(out(0), static_cast<int>(s.i0), view<const std::int64_t>(s.in[1], b), in(2));
       break;
     case StepKind::conv2d:
-      be.conv2d(s.conv, in(0), in(1), ptr<const T>(s.in[2], b), out(0), static_cast<UnaryOp>(s.op));
+      if (prepared(s, be)) be.conv2d_prepared(s.conv, in(0), in(3), ptr<const T>(s.in[2], b), out(0), static_cast<UnaryOp>(s.op));
+      else be.conv2d(s.conv, in(0), in(1), ptr<const T>(s.in[2], b), out(0), static_cast<UnaryOp>(s.op));
       break;
     case StepKind::conv2d_grad_input: be.conv2d_grad_input(s.conv, in(0), in(1), out(0)); break;
     case StepKind::conv2d_grad_weight: be.conv2d_grad_weight(s.conv, in(0), in(1), out(0)); break;

@@ -48,6 +48,8 @@ struct CheckReport {
 struct FreezeOptions {
   bool fold_constants = true, remove_identities = true, fold_affine = true, fuse_epilogues = true,
        fuse_conv_pool = true, fuse_elementwise = true, pack_weights = true;
+  /// Convolution filters in the CPU backend's own form, made once (Winograd-transformed).
+  bool prepare_filters = true;
   /// conv + max pool blocks: 0 sizes them for the CPU's threads; n > 0 runs
   /// blocks of n images one after another (what Plan::to(cuda) asks for).
   std::int64_t conv_pool_images = 0;
@@ -215,6 +217,7 @@ class Plan {
   Plan refrozen(Graph g, Device d) const {
     FreezeOptions o = opt_;
     o.conv_pool_images = d.is_cpu() ? 0 : kDeviceConvPoolImages;
+    o.prepare_filters = o.prepare_filters && d.is_cpu();  // cuDNN takes the filters as they are
     Plan next = freeze<T>(std::move(g), o);
     next.opt_ = opt_;  // refit and save keep the user's options
     return next;

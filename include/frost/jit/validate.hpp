@@ -77,7 +77,8 @@ struct Validator {
     const Shape x{p.batch, p.in_channels, p.in_h, p.in_w}, w{p.out_channels, p.in_channels / p.groups, p.kernel_h, p.kernel_w},
         y{p.batch, p.out_channels, p.out_h, p.out_w};
     if (s.kind == StepKind::conv2d) {
-      count(s, 3, 1);
+      count(s, s.in.size() == 4 ? 4 : 3, 1);
+      prepared_filters(s);
       dense(s.in[0], x, "the input"), dense(s.in[1], w, "the weight"), dense(s.out[0], y, "the output");
       if (s.in[2].buf >= 0 && (s.in[2].shape != Shape{p.out_channels} || s.in[2].strides[0] != 1))
         invalid(source, k, "the bias must be [", p.out_channels, "] and dense");
@@ -89,6 +90,20 @@ struct Validator {
       count(s, 2, 1);
       dense(s.in[0], x, "x"), dense(s.in[1], y, "dy"), dense(s.out[0], w, "dw");
     }
+  }
+
+  /// A conv's optional in[3]: its filters Winograd-transformed once, [16 or
+  /// 36, out_channels, in_channels / groups], for a 3x3 stride-1 convolution.
+  void prepared_filters(const Step& s) const {
+    if (s.in.size() < 4) return;
+    const Conv2dParams& p = s.conv;
+    const Slot& u = s.in[3];
+    if (u.buf < 0 || buffer(u.buf).kind != BufferKind::constant || u.shape.ndim() != 3 ||
+        (u.shape[0] != 16 && u.shape[0] != 36) || u.shape[1] != p.out_channels || u.shape[2] != p.in_channels / p.groups ||
+        !u.dense() || p.kernel_h != 3 || p.kernel_w != 3 || p.stride_h != 1 || p.stride_w != 1 || p.dilation_h != 1 ||
+        p.dilation_w != 1)
+      invalid(source, k, "prepared filters ", u.shape.str(), " must be a dense constant [16 or 36, ", p.out_channels, ", ",
+              p.in_channels / std::max<std::int64_t>(p.groups, 1), "] of a 3x3 stride-1 convolution");
   }
 
   void pool(const Step& s) const {
@@ -231,8 +246,9 @@ struct Validator {
         break;
       case StepKind::conv2d_pool: {
         if (dt == I64) invalid(source, k, "conv2d_pool needs a floating dtype");
-        count(s, 3, 2);
+        count(s, s.in.size() == 4 ? 4 : 3, 2);
         slot(s.in[0], dt), slot(s.in[1], dt), slot(s.in[2], dt, true), slot(s.out[0], dt), slot(s.out[1], dt);
+        if (s.in.size() == 4) slot(s.in[3], dt);
         Step conv = s;  // the convolution half, checked as a conv2d writing the scratch's first image block
         conv.kind = StepKind::conv2d;
         conv.out = {Slot{s.out[1].buf, 0, Shape{s.conv.batch, s.conv.out_channels, s.conv.out_h, s.conv.out_w},

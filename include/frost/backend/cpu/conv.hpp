@@ -284,16 +284,23 @@ void winograd_outputs(const Conv2dParams& p, const WinogradShape& s, const T* M,
   }
 }
 
+/// The forward convolution; `U` (k-stride u_ks), when given, is w already
+/// transformed by winograd_weights (a frozen plan's).
 template <class T>
-void conv2d_winograd(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, UnaryOp act) {
+void conv2d_winograd(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, UnaryOp act,
+                     const T* U = nullptr, std::int64_t u_ks = 0) {
   const std::int64_t G = p.groups, C = p.in_channels, O = p.out_channels, Cg = C / G, Og = O / G;
   const WinogradShape s = winograd_shape(p);
   // Images per GEMM: about 256 tiles, so the GEMMs are wide while the
   // transformed tiles stay near the cache.
   const std::int64_t chunk = std::clamp<std::int64_t>(256 / s.tiles, 1, p.batch);
   const std::int64_t chunks = ceil_div(p.batch, chunk), P = chunk * s.tiles;
-  Scratch<T> U(16 * O * Cg);
-  winograd_weights(w, O, Cg, U.get());
+  Scratch<T> own(U ? 0 : 16 * O * Cg);
+  if (!U) {
+    winograd_weights(w, O, Cg, own.get());
+    U = own.get();
+    u_ks = O * Cg;
+  }
   const int threads = image_threads(chunks, 2 * 16 * O * Cg * P);
   const std::int64_t work = std::max(4 * (s.th + 1) * s.row + 8 * s.tiles, 12 * s.tiles);
   const std::int64_t per_thread = 16 * (C + O) * P + work;
@@ -309,7 +316,7 @@ void conv2d_winograd(const Conv2dParams& p, const T* x, const T* w, const T* bia
         winograd_inputs(p, s, x + (n0 + i) * C * p.in_h * p.in_w, V + i * s.tiles, C * P, P, wk);
       for (int k = 0; k < 16; ++k)
         for (std::int64_t g = 0; g < G; ++g) {
-          Eigen::Map<const RowMat<T>, 0, Stride> A(U.get() + (k * O + g * Og) * Cg, Og, Cg, Stride(Cg));
+          Eigen::Map<const RowMat<T>, 0, Stride> A(U + k * u_ks + g * Og * Cg, Og, Cg, Stride(Cg));
           Eigen::Map<const RowMat<T>, 0, Stride> B(V + (k * C + g * Cg) * P, Cg, used, Stride(P));
           Eigen::Map<RowMat<T>, 0, Stride>(M + (k * O + g * Og) * P, Og, used, Stride(P)).noalias() = A * B;
         }
@@ -440,18 +447,17 @@ void conv2d(const Conv2dParams& p, const View<const T>& xv, const View<const T>&
 
 namespace conv_detail {
 /// A single image gives one-image-per-thread nothing to split: its output
-/// channels are split over the threads instead (each block a convolution of
-/// its own). Returns false when the image is too small to pay for the threads.
-template <class T>
-bool conv2d_split_channels(const Conv2dParams& p, const View<const T>& xv, const View<const T>& wv, const T* bias,
-                           const View<T>& yv, UnaryOp act) {
+/// channels are split over the threads instead, half(q, o0) convolving the
+/// block of q.out_channels filters from o0. Returns false when the image is
+/// too small to pay for the threads.
+template <class Fn>
+bool split_channels(const Conv2dParams& p, Fn&& half) {
 #if defined(_OPENMP)
   const std::int64_t flops = 2 * p.out_channels * p.out_h * p.out_w * p.in_channels * p.kernel_h * p.kernel_w;
   const int threads = omp_get_max_threads();
   if (p.batch != 1 || p.groups != 1 || p.out_channels < 32 || flops < (std::int64_t{1} << 22) || threads < 2 ||
       omp_in_parallel())
     return false;
-  const std::int64_t per_out = p.in_channels * p.kernel_h * p.kernel_w, hw = p.out_h * p.out_w;
 #pragma omp parallel num_threads(threads)
   {
     const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
@@ -461,15 +467,20 @@ bool conv2d_split_channels(const Conv2dParams& p, const View<const T>& xv, const
     if (o0 < o1) {
       Conv2dParams q = p;
       q.out_channels = o1 - o0;
-      cpu::conv2d(q, xv, View<const T>(wv.data + o0 * per_out, Shape{o1 - o0, p.in_channels, p.kernel_h, p.kernel_w}),
-                  bias ? bias + o0 : nullptr, View<T>(yv.data + o0 * hw, Shape{1, o1 - o0, p.out_h, p.out_w}), act);
+      half(q, o0);
     }
   }
   return true;
 #else
-  (void)p, (void)xv, (void)wv, (void)bias, (void)yv, (void)act;
+  (void)p, (void)half;
   return false;
 #endif
+}
+
+/// Which Winograd form a forward call with p takes: 0 (none), 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3)).
+inline int winograd_variant(const Conv2dParams& p) {
+  if (p.batch <= 0 || !use_winograd(p)) return 0;
+  return use_winograd4(p) ? 4 : 2;
 }
 }  // namespace conv_detail
 
@@ -477,10 +488,15 @@ template <class T>
 void conv2d(const Conv2dParams& p, const View<const T>& xv, const View<const T>& wv, const T* bias, const View<T>& yv,
             UnaryOp act) {
   using namespace conv_detail;
-  if (conv2d_split_channels(p, xv, wv, bias, yv, act)) return;
-  if (p.batch > 0 && use_winograd(p))
-    return use_winograd4(p) ? conv2d_winograd4(p, xv.data, wv.data, bias, yv.data, act)
-                            : conv2d_winograd(p, xv.data, wv.data, bias, yv.data, act);
+  const std::int64_t per_filter = p.in_channels / p.groups * p.kernel_h * p.kernel_w, hw = p.out_h * p.out_w;
+  if (split_channels(p, [&](const Conv2dParams& q, std::int64_t o0) {
+        cpu::conv2d(q, xv, View<const T>(wv.data + o0 * per_filter, Shape{q.out_channels, p.in_channels, p.kernel_h, p.kernel_w}),
+                    bias ? bias + o0 : nullptr, View<T>(yv.data + o0 * hw, Shape{1, q.out_channels, p.out_h, p.out_w}), act);
+      }))
+    return;
+  if (const int v = winograd_variant(p))
+    return v == 4 ? conv2d_winograd4(p, xv.data, wv.data, bias, yv.data, act)
+                  : conv2d_winograd(p, xv.data, wv.data, bias, yv.data, act);
   const std::int64_t G = p.groups, Cg = p.in_channels / G, Og = p.out_channels / G;
   const std::int64_t HWi = p.in_h * p.in_w, HWo = p.out_h * p.out_w, Kg = Cg * p.kernel_h * p.kernel_w;
   if (p.batch == 0 || p.out_channels == 0 || HWo == 0) return;
@@ -507,6 +523,54 @@ void conv2d(const Conv2dParams& p, const View<const T>& xv, const View<const T>&
       bias_activation(y, bias, p.out_channels, HWo, act);
     }
   });
+}
+
+/// The filters in the form a forward call with p would make of them on every
+/// call (Winograd-transformed: [16 or 36 positions, out_channels,
+/// in_channels / groups]), for frozen plans to make once; an empty shape
+/// when the call reads the filters as they are.
+inline Shape conv2d_prepared_shape(const Conv2dParams& p) {
+  const int v = conv_detail::winograd_variant(p);
+  if (!v) return {};
+  return {v == 4 ? 36 : 16, p.out_channels, p.in_channels / p.groups};
+}
+
+/// u = w in the form u.shape names (conv2d_prepared_shape's).
+template <class T>
+void conv2d_prepare(const Conv2dParams& p, const View<const T>& wv, const View<T>& uv) {
+  using namespace conv_detail;
+  const std::int64_t Cg = p.in_channels / p.groups;
+  FROST_CHECK(p.kernel_h == 3 && p.kernel_w == 3 && uv.shape.ndim() == 3 && (uv.shape[0] == 16 || uv.shape[0] == 36) &&
+                  uv.shape[1] == p.out_channels && uv.shape[2] == Cg,
+              "conv2d_prepare: filters [", p.out_channels, ", ", Cg, ", ", p.kernel_h, ", ", p.kernel_w,
+              "] have no prepared form ", uv.shape.str(), " (expected [16 or 36, ", p.out_channels, ", ", Cg, "] for 3x3)");
+  if (uv.shape[0] == 36) winograd4_weights(wv.data, p.out_channels, Cg, uv.data);
+  else winograd_weights(wv.data, p.out_channels, Cg, uv.data);
+}
+
+/// conv2d with the filters in their prepared form u ([positions, filters,
+/// in_channels / groups]; its dim-0 stride may span more filters, as a
+/// block's view of a larger bank does).
+template <class T>
+void conv2d_prepared(const Conv2dParams& p, const View<const T>& xv, const View<const T>& uv, const T* bias,
+                     const View<T>& yv, UnaryOp act) {
+  using namespace conv_detail;
+  const std::int64_t Cg = p.in_channels / p.groups;
+  FROST_CHECK(p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
+                  p.dilation_w == 1 && uv.shape.ndim() == 3 && (uv.shape[0] == 16 || uv.shape[0] == 36) &&
+                  uv.shape[1] == p.out_channels && uv.shape[2] == Cg && uv.strides[1] == Cg && uv.strides[2] == 1,
+              "conv2d_prepared: prepared filters ", uv.shape.str(), " do not fit a 3x3 stride-1 convolution of ",
+              p.in_channels, " -> ", p.out_channels, " channels (groups ", p.groups, ")");
+  if (p.batch == 0 || p.out_channels == 0) return;
+  const std::int64_t hw = p.out_h * p.out_w;
+  if (split_channels(p, [&](const Conv2dParams& q, std::int64_t o0) {
+        cpu::conv2d_prepared(q, xv, View<const T>(uv.data + o0 * Cg, Shape{uv.shape[0], q.out_channels, Cg}, uv.strides),
+                             bias ? bias + o0 : nullptr, View<T>(yv.data + o0 * hw, Shape{1, q.out_channels, p.out_h, p.out_w}),
+                             act);
+      }))
+    return;
+  if (uv.shape[0] == 36) conv2d_winograd4(p, xv.data, static_cast<const T*>(nullptr), bias, yv.data, act, uv.data, uv.strides[0]);
+  else conv2d_winograd(p, xv.data, static_cast<const T*>(nullptr), bias, yv.data, act, uv.data, uv.strides[0]);
 }
 
 template <class T>

@@ -184,9 +184,11 @@ void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64
   }
 }
 
-/// The forward convolution (use_winograd and use_winograd4 hold).
+/// The forward convolution (use_winograd and use_winograd4 hold); `U`
+/// (k-stride u_ks), when given, is w already transformed by winograd4_weights.
 template <class T>
-void conv2d_winograd4(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, UnaryOp act) {
+void conv2d_winograd4(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, UnaryOp act,
+                      const T* U = nullptr, std::int64_t u_ks = 0) {
   const std::int64_t G = p.groups, C = p.in_channels, O = p.out_channels, Cg = C / G, Og = O / G;
   const WinogradShape s = winograd_shape(p, 4);
   // Each thread takes an equal share of the images, in chunks of about 128
@@ -195,8 +197,12 @@ void conv2d_winograd4(const Conv2dParams& p, const T* x, const T* w, const T* bi
   const std::int64_t share = ceil_div(p.batch, threads);
   const std::int64_t chunk = ceil_div(share, ceil_div(share, std::max<std::int64_t>(128 / s.tiles, 1)));
   const std::int64_t P = chunk * s.tiles;
-  Scratch<T> U(36 * O * Cg);
-  winograd4_weights(w, O, Cg, U.get());
+  Scratch<T> own(U ? 0 : 36 * O * Cg);
+  if (!U) {
+    winograd4_weights(w, O, Cg, own.get());
+    U = own.get();
+    u_ks = O * Cg;
+  }
   const std::int64_t work = std::max(16 * (s.th + 1) * s.row + 24 * s.tiles, 40 * P);  // inputs', outputs' work
   const std::int64_t per_thread = 36 * (C + O) * P + work;
   Scratch<T> scratch(threads * per_thread);
@@ -211,7 +217,7 @@ void conv2d_winograd4(const Conv2dParams& p, const T* x, const T* w, const T* bi
         winograd4_inputs(p, s, x + (n0 + i) * C * p.in_h * p.in_w, V + i * s.tiles, C * P, P, wk);
       for (int k = 0; k < 36; ++k)
         for (std::int64_t g = 0; g < G; ++g) {
-          Eigen::Map<const RowMat<T>, 0, Stride> A(U.get() + (k * O + g * Og) * Cg, Og, Cg, Stride(Cg));
+          Eigen::Map<const RowMat<T>, 0, Stride> A(U + k * u_ks + g * Og * Cg, Og, Cg, Stride(Cg));
           Eigen::Map<const RowMat<T>, 0, Stride> B(V + (k * C + g * Cg) * P, Cg, used, Stride(P));
           Eigen::Map<RowMat<T>, 0, Stride>(M + (k * O + g * Og) * P, Og, used, Stride(P)).noalias() = A * B;
         }

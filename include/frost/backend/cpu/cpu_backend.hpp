@@ -73,6 +73,19 @@ struct CpuBackend final : Backend<T> {
     if constexpr (FloatScalar<T>) cpu::conv2d(p, x, w, bias, y, act);
     else math_unsupported("conv2d");
   }
+  Shape conv2d_prepared_shape(const Conv2dParams& p) override {
+    if constexpr (FloatScalar<T>) return cpu::conv2d_prepared_shape(p);
+    else return {};
+  }
+  void conv2d_prepare(const Conv2dParams& p, const View<const T>& w, const View<T>& prepared) override {
+    if constexpr (FloatScalar<T>) cpu::conv2d_prepare(p, w, prepared);
+    else math_unsupported("conv2d_prepare");
+  }
+  void conv2d_prepared(const Conv2dParams& p, const View<const T>& x, const View<const T>& prepared, const T* bias,
+                       const View<T>& y, UnaryOp act) override {
+    if constexpr (FloatScalar<T>) cpu::conv2d_prepared(p, x, prepared, bias, y, act);
+    else math_unsupported("conv2d_prepared");
+  }
   void conv2d_grad_input(const Conv2dParams& p, const View<const T>& dy, const View<const T>& w,
                          const View<T>& dx) override {
     if constexpr (FloatScalar<T>) cpu::conv2d_grad_input(p, dy, w, dx);
