@@ -25,7 +25,8 @@ int count(const jit::Graph& g, jit::StepKind k) {
   return n;
 }
 
-bool reported(const jit::Plan<float>& p, const std::string& what) {
+template <class U>
+bool reported(const jit::Plan<U>& p, const std::string& what) {
   return p.summary().find(what) != std::string::npos;
 }
 
@@ -198,13 +199,13 @@ TEST_CASE("freeze pass: Winograd filters are transformed once, at freeze") {
     const auto x = T::randn({batch, 3, 32, 32});
     const auto g = jit::trace(m, x);
     jit::FreezeOptions off;
-    off.prepare_filters = false;
+    off.prepare_weights = false;
     auto prepared = jit::freeze<float>(g), plain = jit::freeze<float>(g, off);
     // conv2 (64 -> 128, 3x3) is Winograd's; conv1 (3 input channels) is not.
-    CHECK(reported(prepared, "filter preparation: 1 convolutions"));
+    CHECK(reported(prepared, "weight preparation: 1 convolutions' filters Winograd-transformed"));
     std::int64_t positions = 0;
     for (const auto& s : prepared.graph().steps)
-      if (s.in.size() == 4) positions = s.in[3].shape[0];
+      if (s.in.size() == 4 && s.kind != jit::StepKind::linear) positions = s.in[3].shape[0];
     CHECK(positions == (batch == 1 ? 16 : 36));  // F(2x2, 3x3) for one image's 16x16 planes, F(4x4, 3x3) for blocks of them
     CHECK(close(prepared.run(x), plain.run(x)));
     CHECK(close(prepared.run(x), [&] { InferenceMode im; return m(x); }()));
@@ -214,6 +215,37 @@ TEST_CASE("freeze pass: Winograd filters are transformed once, at freeze") {
     std::remove(path.c_str());
     CHECK(close(loaded.run(x), prepared.run(x), 0));
   }
+}
+
+TEST_CASE("freeze pass: linear weights go into the GEMM kernel's panels once (16+ rows)") {
+  manual_seed(24);
+  auto m = guide::make_mlp();
+  m->eval();
+  for (std::int64_t batch : {20, 3}) {
+    INFO("batch " << batch);
+    const auto x = T::randn({batch, 784});
+    const auto g = jit::trace(m, x);
+    jit::FreezeOptions off;
+    off.prepare_weights = false;
+    auto prepared = jit::freeze<float>(g), plain = jit::freeze<float>(g, off);
+    // Three layers (784 -> 256 -> 256 -> 10); a few rows stay matrix-vector products on W itself.
+    CHECK(reported(prepared, batch == 20 ? "3 linear weights in GEMM panels" : "0 linear weights in GEMM panels"));
+    CHECK(close(prepared.run(x), plain.run(x)));
+    CHECK(close(prepared.run(x), [&] { InferenceMode im; return m(x); }()));
+  }
+  // Uneven blocks: 300 outputs (128 + 128 + 44 rows) over 700 inputs (256 + 256 + 188 deep), in double.
+  using TD = Tensor<double>;
+  struct Layer : nn::ModuleT<double> {
+    TD w = register_parameter("w", TD::randn({300, 700}));
+    TD b = register_parameter("b", TD::randn({300}));
+    TD forward(const TD& x) { return nn::functional::linear(x, w, b).tanh(); }
+  };
+  auto layer = nn::make<Layer>();
+  const TD xd = TD::randn({17, 700});
+  auto plan = jit::freeze(layer, xd);
+  CHECK(reported(plan, "1 linear weights in GEMM panels"));
+  const TD eager = [&] { InferenceMode im; return layer(xd); }();
+  CHECK((plan.run(xd) - eager).abs().max().item() < 1e-12);
 }
 
 TEST_CASE("freeze pass: elementwise chains become one fused kernel") {

@@ -93,6 +93,24 @@ struct Backend {
                     const T* a, std::int64_t lda, std::int64_t sa, const T* b, std::int64_t ldb, std::int64_t sb,
                     T beta, T* c, std::int64_t ldc, std::int64_t sc, std::int64_t batch) = 0;
 
+  /// y [m, n] (row stride ldy) = x [m, k] (row stride ldx) W^T with the
+  /// weights W [n, k] in a form of the backend's own, made once (a frozen
+  /// plan's constant linear weights; the CPU's: its GEMM kernel's panels):
+  /// that form's element count (0: none), making it, and the product.
+  virtual std::int64_t gemm_prepared_size(std::int64_t n, std::int64_t k) {
+    (void)n, (void)k;
+    return 0;
+  }
+  virtual void gemm_prepare(const T* w, std::int64_t n, std::int64_t k, T* prepared) {
+    (void)w, (void)n, (void)k, (void)prepared;
+    unsupported("gemm_prepare");
+  }
+  virtual void gemm_prepared(std::int64_t m, std::int64_t n, std::int64_t k, const T* x, std::int64_t ldx,
+                             const T* prepared, T* y, std::int64_t ldy) {
+    (void)m, (void)n, (void)k, (void)x, (void)ldx, (void)prepared, (void)y, (void)ldy;
+    unsupported("gemm_prepared");
+  }
+
   /// y = x with dim `dim` replaced by x[..., index[k], ...].
   virtual void index_select(const View<const T>& x, int dim, const View<const std::int64_t>& index, const View<T>& y) = 0;
   /// y[i] = x[i with dim -> index[i]]; y has index's shape.

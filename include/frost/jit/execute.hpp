@@ -40,7 +40,9 @@ void linear_block(const Step& s, Bases b, std::int64_t n0, std::int64_t n1) {
   const bool ta = x.strides[1] != 1 && m > 1;
   const std::int64_t lda = std::max<std::int64_t>(ta ? x.strides[1] : x.strides[0], 1);
   T* yp = ptr<T>(y, b) + n0;
-  if (s.i0) be.gemm(ta, false, m, nb, k, T(1), ptr<const T>(x, b), lda, 0, ptr<const T>(w, b) + n0, n, 0, T(0), yp, n, 0, 1);
+  if (s.in.size() > 3)  // the CPU's panels of W (whole rows: n0 = 0, n1 = n)
+    be.gemm_prepared(m, n, k, ptr<const T>(x, b), lda, ptr<const T>(s.in[3], b), yp, n);
+  else if (s.i0) be.gemm(ta, false, m, nb, k, T(1), ptr<const T>(x, b), lda, 0, ptr<const T>(w, b) + n0, n, 0, T(0), yp, n, 0, 1);
   else be.gemm(ta, true, m, nb, k, T(1), ptr<const T>(x, b), lda, 0, ptr<const T>(w, b) + n0 * w.strides[0],
                w.strides[0], 0, T(0), yp, n, 0, 1);
   const T* bp = bias.buf >= 0 ? ptr<const T>(bias, b) + n0 : nullptr;
@@ -65,7 +67,7 @@ void run_linear(const Step& s, Bases b) {
   const std::int64_t m = s.in[0].shape[0], k = s.in[0].shape[1], n = s.out[0].shape[1];
 #if defined(_OPENMP)
   const int threads = omp_get_max_threads();
-  if (m <= 8 && n >= 64 && n * k >= (std::int64_t{1} << 16) && threads > 1 && !omp_in_parallel()) {
+  if (s.in.size() <= 3 && m <= 8 && n >= 64 && n * k >= (std::int64_t{1} << 16) && threads > 1 && !omp_in_parallel()) {
 #pragma omp parallel num_threads(threads)
     {
       const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
@@ -243,6 +245,25 @@ void run_typed(const Step& s, Bases b, Device d) {
     case StepKind::elementwise: run_elementwise<T>(be, s, b); break;
     case StepKind::conv2d_pool: run_conv_pool<T>(be, s, b); break;
     case StepKind::guard: break;  // the plan checks guards itself
+  }
+}
+
+/// Fills every prepared buffer of `g` (in[3] of a linear step: the CPU
+/// GEMM's panels of its weight in[1]) for this build's kernels.
+template <class T>
+void make_prepared(Graph& g) {
+  Backend<T>& be = backend_for<T>(Device::cpu());
+  for (const Step& s : g.steps) {
+    if (s.kind != StepKind::linear || s.in.size() < 4) continue;
+    Buffer& p = g.buffers[static_cast<std::size_t>(s.in[3].buf)];
+    if (p.data) continue;
+    const Buffer& w = g.buffers[static_cast<std::size_t>(s.in[1].buf)];
+    const std::int64_t size = be.gemm_prepared_size(s.in[1].shape[0], s.in[1].shape[1]);
+    FROST_CHECK(size == p.numel, "frost::jit: prepared buffer '", p.name, "' has ", p.numel, " elements; this build's GEMM panels of a ",
+                s.in[1].shape.str(), " weight take ", size);
+    p.data = StorageImpl::cpu(static_cast<std::size_t>(p.numel) * sizeof(T));
+    be.gemm_prepare(static_cast<const T*>(w.data->data) + s.in[1].offset, s.in[1].shape[0], s.in[1].shape[1],
+                    static_cast<T*>(p.data->data));
   }
 }
 

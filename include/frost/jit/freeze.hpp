@@ -29,8 +29,8 @@ Plan<T> freeze(Graph g, const FreezeOptions& opt) {
   if (opt.fuse_epilogues) passes::fuse_epilogues(st);
   if (opt.fuse_conv_pool) passes::fuse_conv_pool(st, opt.conv_pool_images);
   if (opt.fuse_elementwise) passes::fuse_elementwise(st);
+  if (opt.prepare_weights) passes::prepare_weights<T>(st);
   if (opt.pack_weights) passes::pack_weights(st);
-  if (opt.prepare_filters) passes::prepare_filters<T>(st);
   passes::eliminate_dead_code(st);
   passes::materialize_outputs(st);
   const auto mp = passes::plan_memory(st);

@@ -14,7 +14,9 @@
 
 namespace frost::jit {
 
-enum class BufferKind : std::uint8_t { input, constant, intermediate };
+/// prepared: a constant's data in a backend's own form (a linear's weight in
+/// the CPU GEMM's panels), made when the plan is frozen or loaded, never saved.
+enum class BufferKind : std::uint8_t { input, constant, intermediate, prepared };
 
 struct Buffer {
   BufferKind kind = BufferKind::intermediate;
@@ -23,7 +25,7 @@ struct Buffer {
   int input_index = -1;   // inputs: position in the argument list
   std::string name;       // constants: "features.0.weight", or "c3" for values made during the trace
   bool param = false;     // a parameter or buffer of the traced module (what refit replaces)
-  Ref<StorageImpl> data;  // constants: their bytes (dense, numel elements)
+  Ref<StorageImpl> data;  // constants and prepared buffers: their bytes (dense, numel elements)
 };
 
 /// A strided window of a buffer; buf == -1 for an absent optional operand.
@@ -196,7 +198,8 @@ inline std::string step_attrs(const Step& s) {
 inline std::int64_t Graph::constant_bytes() const {
   std::int64_t n = 0;
   for (const auto& b : buffers)
-    if (b.kind == BufferKind::constant) n += b.numel * static_cast<std::int64_t>(detail::dtype_size(b.dtype));
+    if (b.kind == BufferKind::constant || b.kind == BufferKind::prepared)
+      n += b.numel * static_cast<std::int64_t>(detail::dtype_size(b.dtype));
   return n;
 }
 
@@ -211,7 +214,7 @@ struct ValueNames {
     for (std::size_t i = 0; i < g.buffers.size(); ++i) {
       const auto& b = g.buffers[i];
       if (b.kind == BufferKind::input) current[i] = "%x" + std::to_string(b.input_index);
-      else if (b.kind == BufferKind::constant) current[i] = "%" + b.name;
+      else if (b.kind == BufferKind::constant || b.kind == BufferKind::prepared) current[i] = "%" + b.name;
     }
   }
   std::string read(const Slot& s) const {

@@ -48,8 +48,9 @@ struct CheckReport {
 struct FreezeOptions {
   bool fold_constants = true, remove_identities = true, fold_affine = true, fuse_epilogues = true,
        fuse_conv_pool = true, fuse_elementwise = true, pack_weights = true;
-  /// Convolution filters in the CPU backend's own form, made once (Winograd-transformed).
-  bool prepare_filters = true;
+  /// Weights in the CPU backend's own forms, made once: convolution filters
+  /// Winograd-transformed, linear weights in the GEMM kernel's panels.
+  bool prepare_weights = true;
   /// conv + max pool blocks: 0 sizes them for the CPU's threads; n > 0 runs
   /// blocks of n images one after another (what Plan::to(cuda) asks for).
   std::int64_t conv_pool_images = 0;
@@ -123,6 +124,7 @@ class Plan {
     FROST_CHECK(p.g.dtype == dtype_of<T>(), "frost::jit::Plan::load: ", f.source(), ": the plan is for ",
                 dtype_name(p.g.dtype), " tensors, not ", dtype_name<T>());
     detail::validate_plan(p.g, p.offsets, p.arena_bytes, f.source());
+    detail::make_prepared<T>(p.g);  // never saved: this build's form
     Plan plan;
     plan.g_ = std::move(p.g);
     plan.offsets_ = std::move(p.offsets);
@@ -201,6 +203,10 @@ class Plan {
   Plan& to(Device d) {
     if (d == device_) return *this;
     if (!d.is_cpu()) (void)backend_for<T>(d).allocator();  // no CUDA backend: the error comes before any change
+    FROST_CHECK(d.is_cpu() || source_ || std::none_of(g_.buffers.begin(), g_.buffers.end(), [](const Buffer& b) {
+                  return b.kind == BufferKind::prepared;
+                }),
+                "frost::jit::Plan::to(", d.str(), "): the plan holds weights prepared for the CPU and no traced graph to freeze again from");
     if (source_ && d.is_cpu() != device_.is_cpu()) {
       // Freeze again for the new kind of device: on a GPU the conv + pool
       // blocks run one after another, 16 images each (little scratch, full
@@ -217,7 +223,7 @@ class Plan {
   Plan refrozen(Graph g, Device d) const {
     FreezeOptions o = opt_;
     o.conv_pool_images = d.is_cpu() ? 0 : kDeviceConvPoolImages;
-    o.prepare_filters = o.prepare_filters && d.is_cpu();  // cuDNN takes the filters as they are
+    o.prepare_weights = o.prepare_weights && d.is_cpu();  // cuDNN takes the filters as they are
     Plan next = freeze<T>(std::move(g), o);
     next.opt_ = opt_;  // refit and save keep the user's options
     return next;
@@ -408,7 +414,8 @@ class Plan {
     ws->bases.assign(g_.buffers.size(), nullptr);
     for (std::size_t b = 0; b < g_.buffers.size(); ++b) {
       const Buffer& buf = g_.buffers[b];
-      if (buf.kind == BufferKind::constant && buf.data)
+      if (buf.kind == BufferKind::prepared && buf.data) ws->bases[b] = buf.data->data;  // CPU plans only
+      else if (buf.kind == BufferKind::constant && buf.data)
         ws->bases[b] = device_.is_cpu() ? buf.data->data : device_constants_[b]->data;
       else if (buf.kind == BufferKind::intermediate && offsets_[b] >= 0)
         ws->bases[b] = static_cast<char*>(ws->arena->data) + offsets_[b];

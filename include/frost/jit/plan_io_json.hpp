@@ -151,7 +151,7 @@ FROST_PLAN_IO_INLINE PlanParts plan_from_json(const std::string& text, const Saf
   p.arena_bytes = r.i64_in(r.at(doc, "arena_bytes"), "arena_bytes", 0, kMaxPlanElements);
   for (const auto& b : r.arr(r.at(doc, "buffers"), "buffers", kMaxList)) {
     Buffer x;
-    x.kind = static_cast<BufferKind>(r.i64_in(r.at(b, "kind"), "buffer kind", 0, 2));
+    x.kind = static_cast<BufferKind>(r.i64_in(r.at(b, "kind"), "buffer kind", 0, 3));
     x.dtype = plan_json::dtype(r, r.at(b, "dtype"));
     x.numel = r.i64_in(r.at(b, "numel"), "numel", 0, kMaxPlanElements);
     x.input_index = static_cast<int>(r.i64_in(r.at(b, "input"), "input", -1, 1 << 20));

@@ -145,8 +145,14 @@ struct Validator {
   }
 
   void linear(const Step& s) const {
-    count(s, 3, 1);
+    count(s, s.in.size() == 4 ? 4 : 3, 1);
     const Slot &x = s.in[0], &w = s.in[1], &y = s.out[0];
+    if (s.in.size() == 4) {  // the CPU GEMM's panels of W, made on load from the constant W
+      const Slot& p = s.in[3];
+      if (p.buf < 0 || buffer(p.buf).kind != BufferKind::prepared || p.offset != 0 || p.shape != Shape{buffer(p.buf).numel} ||
+          s.i0 != 0 || w.buf < 0 || buffer(w.buf).kind != BufferKind::constant || x.strides.ndim() != 2 || x.strides[1] != 1)
+        invalid(source, k, "a linear's prepared weight must be a whole prepared buffer beside its constant [N, K] weight");
+    }
     if (x.shape.ndim() != 2 || w.shape.ndim() != 2 || y.shape.ndim() != 2) invalid(source, k, "linear operands must be 2-D");
     const std::int64_t m = x.shape[0], kk = x.shape[1], n = y.shape[1];
     if (y.shape[0] != m || !(x.strides[1] == 1 || x.strides[0] == 1 || m <= 1)) invalid(source, k, "linear input/output mismatch");
@@ -355,13 +361,23 @@ inline void validate_plan(const Graph& g, const std::vector<std::int64_t>& offse
         g.buffers[static_cast<std::size_t>(s.buf)].kind == BufferKind::intermediate && offsets[static_cast<std::size_t>(s.buf)] < 0)
       bad("buffer ", s.buf, " is used but has no place in the arena");
   };
+  std::vector<int> prepared_uses(g.buffers.size(), 0);
   for (v.k = 0; v.k < g.steps.size(); ++v.k) {
     const Step& s = g.steps[v.k];
     if (static_cast<int>(s.kind) > static_cast<int>(StepKind::guard)) bad("unknown step kind");
     v.step(s);
     for (const auto& x : s.in) placed(x);
     for (const auto& x : s.out) placed(x);
+    for (std::size_t i = 0; i < s.in.size(); ++i) {
+      const int b = s.in[i].buf;
+      if (b < 0 || g.buffers[static_cast<std::size_t>(b)].kind != BufferKind::prepared) continue;
+      if (s.kind != StepKind::linear || i != 3) bad("step ", v.k, " reads prepared buffer ", b, " as an ordinary operand");
+      ++prepared_uses[static_cast<std::size_t>(b)];
+    }
   }
+  for (std::size_t b = 0; b < g.buffers.size(); ++b)
+    if (g.buffers[b].kind == BufferKind::prepared && prepared_uses[b] != 1)
+      bad("prepared buffer ", b, " must belong to exactly one linear step, not ", prepared_uses[b]);
   for (const auto& o : g.outputs) {
     v.slot(o, g.dtype);
     placed(o);

@@ -16,6 +16,7 @@
 #include "elementwise.hpp"
 #include "fused.hpp"
 #include "gemm.hpp"
+#include "gemm_packed.hpp"
 #include "index.hpp"
 #include "pool.hpp"
 #include "reduce.hpp"
@@ -58,6 +59,19 @@ struct CpuBackend final : Backend<T> {
             std::int64_t sc, std::int64_t batch) override {
     if constexpr (FloatScalar<T>) cpu::gemm(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
     else math_unsupported("gemm");
+  }
+  std::int64_t gemm_prepared_size(std::int64_t n, std::int64_t k) override {
+    if constexpr (FloatScalar<T>) return cpu::gemm_packed_size<T>(n, k);
+    else return 0;
+  }
+  void gemm_prepare(const T* w, std::int64_t n, std::int64_t k, T* prepared) override {
+    if constexpr (FloatScalar<T>) cpu::gemm_pack(w, n, k, prepared);
+    else math_unsupported("gemm_prepare");
+  }
+  void gemm_prepared(std::int64_t m, std::int64_t n, std::int64_t k, const T* x, std::int64_t ldx, const T* prepared,
+                     T* y, std::int64_t ldy) override {
+    if constexpr (FloatScalar<T>) cpu::gemm_packed(m, n, k, x, ldx, prepared, y, ldy);
+    else math_unsupported("gemm_prepared");
   }
   void index_select(const View<const T>& x, int dim, const View<const std::int64_t>& idx, const View<T>& y) override {
     cpu::index_select(x, dim, idx, y);

@@ -210,7 +210,7 @@ inline void pack_weights(FreezeState& st) {
   int n = 0;
   std::map<int, int> packed;  // shared weights are packed once
   for (auto& s : g.steps) {
-    if (s.kind != StepKind::linear || s.i0 != 0) continue;
+    if (s.kind != StepKind::linear || s.i0 != 0 || s.in.size() > 3) continue;  // not the prepared ones
     // A few rows are matrix-vector products: there the [N, K] rows are the
     // contiguous dot products and packing makes it slower (1.7 -> 2.4 ms for
     // ResearchModel's classifier at batch 1).
@@ -235,23 +235,40 @@ inline void pack_weights(FreezeState& st) {
   st.report.push_back("weight pre-packing: " + std::to_string(n) + " linear weights stored [K, N]");
 }
 
-/// Convolution filters in the CPU backend's own form, made once: the
-/// Winograd transform a call would otherwise make every run (2.25-4x the
-/// filters' bytes; 25 us a run per thread for ResearchModel's second conv
-/// at batch 1). Made from the stored filters, so that runs equal the
-/// unprepared plan's; the step keeps its filters as in[1] for devices.
+/// Weights in the CPU backend's own forms, made once instead of on every
+/// run: convolution filters Winograd-transformed (2.25-4x their bytes; 25 us
+/// a run per thread for ResearchModel's second conv at batch 1), from the
+/// stored filters so that runs equal the unprepared plan's, as a constant
+/// in[3]; linear weights (16+ rows of x) in the GEMM kernel's panels (a
+/// third of ResearchModel's classifier product at batch 64), as a prepared
+/// buffer in[3] that the plan makes again on load. Steps keep their weights
+/// as in[1]: a device freezes the traced graph again without these.
 template <class T>
-void prepare_filters(FreezeState& st) {
+void prepare_weights(FreezeState& st) {
   Graph& g = st.g;
   Backend<T>& be = backend_for<T>(Device::cpu());
-  int n = 0;
+  int filters = 0, linears = 0;
   std::map<std::pair<int, std::int64_t>, int> made;  // (filters' buffer, positions) -> prepared buffer
   for (auto& s : g.steps) {
-    if ((s.kind != StepKind::conv2d && s.kind != StepKind::conv2d_pool) || s.in.size() != 3 || s.dtype != dtype_of<T>())
-      continue;
+    if (s.in.size() != 3 || s.dtype != dtype_of<T>()) continue;
     const Slot w = s.in[1];
     if (!is_constant(g, w.buf) || !w.dense() || w.offset != 0) continue;
-    // The form one call makes: conv2d_pool calls take i0 images, and blocks of filters.
+    const Buffer& wb = g.buffers[static_cast<std::size_t>(w.buf)];
+    if (s.kind == StepKind::linear && s.i0 == 0 && s.in[0].shape[0] >= 16 && s.in[0].strides[1] == 1) {
+      const std::int64_t size = be.gemm_prepared_size(w.shape[0], w.shape[1]);
+      if (size == 0) continue;
+      Buffer b;
+      b.kind = BufferKind::prepared;
+      b.dtype = wb.dtype;
+      b.numel = size;
+      b.name = wb.name + ".panels";
+      const int id = g.add_buffer(std::move(b));
+      s.in.push_back(Slot{id, 0, Shape{size}, Shape{1}});
+      ++linears;
+      continue;
+    }
+    if (s.kind != StepKind::conv2d && s.kind != StepKind::conv2d_pool) continue;
+    // The form one call makes: conv2d_pool's calls take i0 images, and blocks of filters.
     Conv2dParams call = s.conv;
     if (s.kind == StepKind::conv2d_pool) {
       call.batch = s.i0;
@@ -262,17 +279,18 @@ void prepare_filters(FreezeState& st) {
     form[1] = s.conv.out_channels;  // the whole bank; a block's calls read their filters' rows
     auto it = made.find({w.buf, form[0]});
     if (it == made.end()) {
-      const Buffer& wb = g.buffers[static_cast<std::size_t>(w.buf)];
       std::vector<T> u(static_cast<std::size_t>(form.numel()));
       be.conv2d_prepare(s.conv, View<const T>(static_cast<const T*>(wb.data->data), w.shape), View<T>(u.data(), form));
       it = made.emplace(std::pair{w.buf, form[0]}, add_constant(st, wb.dtype, std::vector<double>(u.begin(), u.end()),
                                                                wb.name + ".prepared"))
                .first;
-      ++n;
+      ++filters;
     }
     s.in.push_back(Slot{it->second, 0, form, contiguous_strides(form)});
   }
-  st.report.push_back("filter preparation: " + std::to_string(n) + " convolutions' filters Winograd-transformed once");
+  detail::make_prepared<T>(g);
+  st.report.push_back("weight preparation: " + std::to_string(filters) + " convolutions' filters Winograd-transformed, " +
+                      std::to_string(linears) + " linear weights in GEMM panels");
 }
 
 }  // namespace frost::jit::passes
