@@ -289,7 +289,7 @@ void winograd_outputs(const Conv2dParams& p, const WinogradShape& s, const T* M,
 template <class T>
 void conv2d_winograd(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, UnaryOp act,
                      const T* U = nullptr, std::int64_t u_ks = 0) {
-  const std::int64_t G = p.groups, C = p.in_channels, O = p.out_channels, Cg = C / G, Og = O / G;
+  const std::int64_t G = p.groups, C = p.in_channels, O = p.out_channels, Cg = C / G;
   const WinogradShape s = winograd_shape(p);
   // Images per GEMM: about 256 tiles, so the GEMMs are wide while the
   // transformed tiles stay near the cache.
@@ -314,12 +314,7 @@ void conv2d_winograd(const Conv2dParams& p, const T* x, const T* w, const T* bia
       const std::int64_t used = images * s.tiles;  // the last chunk may be short
       for (std::int64_t i = 0; i < images; ++i)
         winograd_inputs(p, s, x + (n0 + i) * C * p.in_h * p.in_w, V + i * s.tiles, C * P, P, wk);
-      for (int k = 0; k < 16; ++k)
-        for (std::int64_t g = 0; g < G; ++g) {
-          Eigen::Map<const RowMat<T>, 0, Stride> A(U + k * u_ks + g * Og * Cg, Og, Cg, Stride(Cg));
-          Eigen::Map<const RowMat<T>, 0, Stride> B(V + (k * C + g * Cg) * P, Cg, used, Stride(P));
-          Eigen::Map<RowMat<T>, 0, Stride>(M + (k * O + g * Og) * P, Og, used, Stride(P)).noalias() = A * B;
-        }
+      winograd_gemms(16, U, u_ks, V, M, C, O, G, P, used);
       for (std::int64_t i = 0; i < images; ++i)
         winograd_outputs(p, s, M + i * s.tiles, O * P, P, bias, act, y + (n0 + i) * O * p.out_h * p.out_w, wk);
     }

@@ -9,6 +9,7 @@
 
 #include "../../core/allocator.hpp"
 #include "../backend.hpp"
+#include "gemm.hpp"
 #include "parallel.hpp"
 
 namespace frost::cpu::conv_detail {
@@ -125,6 +126,21 @@ struct WinogradShape {
 inline WinogradShape winograd_shape(const Conv2dParams& p, std::int64_t m = 2) {
   const std::int64_t th = ceil_div(p.out_h, m), tw = ceil_div(p.out_w, m);
   return {th, tw, tw + 1, th * (tw + 1)};
+}
+
+/// The channel sums of a Winograd convolution: M[k] = U[k] V[k] for each of
+/// the `positions` tile positions k and each group, [Og, Cg] x [Cg, used]
+/// (U's rows Cg apart and its positions u_ks; V's and M's rows P apart).
+template <class T>
+void winograd_gemms(int positions, const T* U, std::int64_t u_ks, const T* V, T* M, std::int64_t C, std::int64_t O,
+                    std::int64_t groups, std::int64_t P, std::int64_t used) {
+  const std::int64_t Cg = C / groups, Og = O / groups;
+  for (int k = 0; k < positions; ++k)
+    for (std::int64_t g = 0; g < groups; ++g) {
+      Eigen::Map<const RowMat<T>, 0, Stride> A(U + k * u_ks + g * Og * Cg, Og, Cg, Stride(Cg));
+      Eigen::Map<const RowMat<T>, 0, Stride> B(V + (k * C + g * Cg) * P, Cg, used, Stride(P));
+      Eigen::Map<RowMat<T>, 0, Stride>(M + (k * O + g * Og) * P, Og, used, Stride(P)).noalias() = A * B;
+    }
 }
 
 }  // namespace frost::cpu::conv_detail

@@ -172,8 +172,7 @@ void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64
     for (std::int64_t i = 0; i < images; ++i) {
       T* yo = y + (i * p.out_channels + o) * OH * OW;
       for (std::int64_t ty = 0; ty < s.th; ++ty)
-        for (int r = 0; r < 4 && 4 * ty + r < OH; ++r)
-        {
+        for (int r = 0; r < 4 && 4 * ty + r < OH; ++r) {
           const T* src = out + (r * 4) * L + 4 * (i * s.tiles + ty * s.row);
           T* dst = yo + (4 * ty + r) * OW;
           FROST_SIMD for (std::int64_t k = 0; k < OW; ++k) dst[k] = src[k];
@@ -189,7 +188,7 @@ void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64
 template <class T>
 void conv2d_winograd4(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, UnaryOp act,
                       const T* U = nullptr, std::int64_t u_ks = 0) {
-  const std::int64_t G = p.groups, C = p.in_channels, O = p.out_channels, Cg = C / G, Og = O / G;
+  const std::int64_t G = p.groups, C = p.in_channels, O = p.out_channels, Cg = C / G;
   const WinogradShape s = winograd_shape(p, 4);
   // Each thread takes an equal share of the images, in chunks of about 128
   // tiles per GEMM: wide GEMMs, while V and M stay near the cache.
@@ -215,12 +214,7 @@ void conv2d_winograd4(const Conv2dParams& p, const T* x, const T* w, const T* bi
       const std::int64_t used = images * s.tiles;  // the last chunk may be short
       for (std::int64_t i = 0; i < images; ++i)
         winograd4_inputs(p, s, x + (n0 + i) * C * p.in_h * p.in_w, V + i * s.tiles, C * P, P, wk);
-      for (int k = 0; k < 36; ++k)
-        for (std::int64_t g = 0; g < G; ++g) {
-          Eigen::Map<const RowMat<T>, 0, Stride> A(U + k * u_ks + g * Og * Cg, Og, Cg, Stride(Cg));
-          Eigen::Map<const RowMat<T>, 0, Stride> B(V + (k * C + g * Cg) * P, Cg, used, Stride(P));
-          Eigen::Map<RowMat<T>, 0, Stride>(M + (k * O + g * Og) * P, Og, used, Stride(P)).noalias() = A * B;
-        }
+      winograd_gemms(36, U, u_ks, V, M, C, O, G, P, used);
       winograd4_outputs(p, s, images, M, O * P, P, bias, act, y + n0 * O * p.out_h * p.out_w, wk);
     }
   });
