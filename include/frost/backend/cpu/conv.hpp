@@ -537,7 +537,7 @@ void conv2d_prepare(const Conv2dParams& p, const View<const T>& wv, const View<T
   const std::int64_t Cg = p.in_channels / p.groups;
   FROST_CHECK(p.kernel_h == 3 && p.kernel_w == 3 && uv.shape.ndim() == 3 && (uv.shape[0] == 16 || uv.shape[0] == 36) &&
                   uv.shape[1] == p.out_channels && uv.shape[2] == Cg,
-              "conv2d_prepare: filters [", p.out_channels, ", ", Cg, ", ", p.kernel_h, ", ", p.kernel_w,
+              "frost::cpu::conv2d_prepare: filters [", p.out_channels, ", ", Cg, ", ", p.kernel_h, ", ", p.kernel_w,
               "] have no prepared form ", uv.shape.str(), " (expected [16 or 36, ", p.out_channels, ", ", Cg, "] for 3x3)");
   if (uv.shape[0] == 36) winograd4_weights(wv.data, p.out_channels, Cg, uv.data);
   else winograd_weights(wv.data, p.out_channels, Cg, uv.data);
@@ -554,7 +554,7 @@ void conv2d_prepared(const Conv2dParams& p, const View<const T>& xv, const View<
   FROST_CHECK(p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
                   p.dilation_w == 1 && uv.shape.ndim() == 3 && (uv.shape[0] == 16 || uv.shape[0] == 36) &&
                   uv.shape[1] == p.out_channels && uv.shape[2] == Cg && uv.strides[1] == Cg && uv.strides[2] == 1,
-              "conv2d_prepared: prepared filters ", uv.shape.str(), " do not fit a 3x3 stride-1 convolution of ",
+              "frost::cpu::conv2d_prepared: prepared filters ", uv.shape.str(), " do not fit a 3x3 stride-1 convolution of ",
               p.in_channels, " -> ", p.out_channels, " channels (groups ", p.groups, ")");
   if (p.batch == 0 || p.out_channels == 0) return;
   const std::int64_t hw = p.out_h * p.out_w;

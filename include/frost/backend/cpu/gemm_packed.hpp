@@ -36,8 +36,8 @@ inline Index round64(Index elems, Index bytes_per) { return (elems * bytes_per +
 /// Elements before W's block (row block r, depth block d).
 template <class T>
 Index block_offset(Index r, Index d, Index n, Index k) {
-  Index full = 0;  // one full row block, all its depth blocks
-  for (Index k2 = 0; k2 < k; k2 += kDepth) full += round64(kRows * std::min(kDepth, k - k2), sizeof(T));
+  // A full row block: its whole depth blocks (64-byte multiples already), then the short last one.
+  const Index full = k / kDepth * kRows * kDepth + round64(kRows * (k % kDepth), sizeof(T));
   return r * full + d * round64(std::min(kRows, n - r * kRows) * kDepth, sizeof(T));
 }
 }  // namespace gemm_packed_detail

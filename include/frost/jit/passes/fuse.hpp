@@ -66,7 +66,7 @@ inline int plan_threads() {
 /// Convolution followed by max pooling of its whole output becomes one step
 /// that pools each few images' conv output while it is in cache: the full
 /// conv output (often the largest activation) is never stored. One image
-/// goes in blocks of output channels instead, each thread's block near
+/// goes in blocks of filters (output channels) instead, each thread's block near
 /// kConvPoolBlockBytes, so that the threads split the image and its conv
 /// output stays small (the scratch's dim 1 is the block).
 inline constexpr std::int64_t kConvPoolBlockBytes = 64 << 10;
@@ -118,7 +118,7 @@ inline void fuse_conv_pool(FreezeState& st, std::int64_t images_per_block = 0) {
     return true;
   });
   st.report.push_back("conv + max pool: " + std::to_string(n) +
-                      " pairs run image-block by image-block, or one image by channel blocks (the conv output is never stored whole)");
+                      " pairs run image-block by image-block, or one image by blocks of filters (the conv output is never stored whole)");
 }
 
 /// A unary or binary float step over dense windows of one shape, no broadcasting.
