@@ -6,6 +6,10 @@
 #include <filesystem>
 #include <frost/frost.hpp>
 #include <string>
+#include <vector>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "../examples/research_model.hpp"
 
@@ -246,6 +250,61 @@ TEST_CASE("freeze pass: linear weights go into the GEMM kernel's panels once (16
   CHECK(reported(plan, "1 linear weights in GEMM panels"));
   const TD eager = [&] { InferenceMode im; return layer(xd); }();
   CHECK((plan.run(xd) - eager).abs().max().item() < 1e-12);
+}
+
+namespace {
+
+/// Linear layers of the given widths (tanh, relu, none in turn), in double.
+struct Chain : nn::ModuleT<double> {
+  using TD = Tensor<double>;
+  std::vector<TD> w, b;
+  explicit Chain(const std::vector<std::int64_t>& widths) {
+    for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
+      w.push_back(register_parameter("w" + std::to_string(i), TD::randn({widths[i + 1], widths[i]}) * 0.1));
+      b.push_back(register_parameter("b" + std::to_string(i), TD::randn({widths[i + 1]})));
+    }
+  }
+  TD forward(TD x) {
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      x = nn::functional::linear(x, w[i], b[i]);
+      x = i % 3 == 0 ? x.tanh() : i % 3 == 1 ? x.relu() : x;
+    }
+    return x;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("freeze: a run of matrix-vector layers shares one parallel region, any thread count") {
+  // One region for the run: a layer split by its outputs, then the next by
+  // its inputs (no barrier between them, partial sums reduced after), layers
+  // too small to split on one thread, in the region or after it. The widths
+  // give pairs reduced inside the region and at its end, an unpaired split
+  // layer and small layers first and last.
+  manual_seed(31);
+#ifdef _OPENMP
+  const int saved = omp_get_max_threads();
+#endif
+  for (const auto& widths : {std::vector<std::int64_t>{300, 256, 512, 256, 256, 7},
+                             std::vector<std::int64_t>{40, 50, 2000, 64, 1024, 10}}) {
+    auto chain = nn::make<Chain>(widths);
+    for (std::int64_t rows : {1, 3}) {
+      const Tensor<double> x = Tensor<double>::randn({rows, widths[0]});
+      const Tensor<double> eager = [&] { InferenceMode im; return chain(x); }();
+      auto plan = jit::freeze(chain, x);
+      CHECK(count(plan.graph(), jit::StepKind::linear) == static_cast<int>(widths.size()) - 1);
+      for (int threads : {1, 2, 3, 5}) {
+        INFO("widths from " << widths[0] << ", " << rows << " rows, " << threads << " threads");
+#ifdef _OPENMP
+        omp_set_num_threads(threads);
+#endif
+        CHECK((plan.run(x) - eager).abs().max().item() < 1e-12);
+      }
+#ifdef _OPENMP
+      omp_set_num_threads(saved);
+#endif
+    }
+  }
 }
 
 TEST_CASE("freeze pass: elementwise chains become one fused kernel") {

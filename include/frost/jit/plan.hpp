@@ -436,13 +436,18 @@ class Plan {
   }
 
   void execute(detail::Bases bases) const {
-    for (const auto& s : g_.steps) {
-      if (s.kind != StepKind::guard) {
-        detail::run_step(s, bases);
-        continue;
+    const Step* const end = g_.steps.data() + g_.steps.size();
+    for (const Step* s = g_.steps.data(); s != end;) {
+      if (s->kind == StepKind::guard) {
+        check_guard(*s, g_.buffers[static_cast<std::size_t>(s->in[0].buf)], bases[s->in[0].buf]);
+        ++s;
+      } else if (const std::size_t n = detail::linear_chain(s, end); n > 0) {
+        detail::run_linear_chain(s, n, bases);  // one parallel region for a run of matrix-vector layers
+        s += n;
+      } else {
+        detail::run_step(*s, bases);
+        ++s;
       }
-      const Buffer& b = g_.buffers[static_cast<std::size_t>(s.in[0].buf)];
-      check_guard(s, b, bases[s.in[0].buf]);
     }
   }
 
