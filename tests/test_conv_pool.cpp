@@ -399,6 +399,51 @@ TEST_CASE("conv/pool: the Winograd paths (3x3, stride 1, 16+ channels) and their
     CHECK(mismatch(wf.grad(), dw_want, 2e-4, 1e-4, "float weight gradient").empty());
   }
 }
+TEST_CASE("conv/pool: a prepared F(4x4) convolution pools 2x2 in its output pass, as conv then max_pool2d") {
+  struct Case {
+    Shape x, w;
+    std::int64_t pad, groups;
+    frost::UnaryOp act;
+    const char* what;
+  };
+  const Case cases[] = {
+      {{3, 16, 16, 16}, {24, 16, 3, 3}, 1, 1, frost::UnaryOp::relu, "16x16 outputs, relu"},
+      {{2, 16, 13, 11}, {20, 16, 3, 3}, 0, 1, frost::UnaryOp::tanh, "11x9 outputs (floor: 5x4), tanh before the max"},
+      {{3, 32, 10, 12}, {34, 16, 3, 3}, 2, 2, frost::UnaryOp::copy, "groups, padding 2"},
+      {{1, 64, 16, 16}, {64, 64, 3, 3}, 1, 1, frost::UnaryOp::relu, "one image: filters split over the threads"},
+  };
+  std::mt19937_64 rng(23);
+  auto& be = frost::backend_for<double>(frost::Device::cpu());
+  for (const auto& c : cases) {
+    INFO(c.what);
+    const auto x = TD::from(uniform(-2, 2)(c.x.numel(), rng), c.x), w = TD::from(uniform(-1, 1)(c.w.numel(), rng), c.w);
+    const auto b = TD::from(uniform(-1, 1)(c.w[0], rng), Shape{c.w[0]});
+    const std::int64_t oh = c.x[2] + 2 * c.pad - 2, ow = c.x[3] + 2 * c.pad - 2;
+    const frost::Conv2dParams p = frost::detail::conv_params(
+        frost::detail::ConvGeom{1, 1, c.pad, c.pad, 1, 1, c.groups}, c.x, c.w, oh, ow);
+    frost::Pool2dParams q;
+    q.batch = c.x[0], q.channels = c.w[0], q.in_h = oh, q.in_w = ow, q.out_h = oh / 2, q.out_w = ow / 2;
+    q.kernel_h = q.kernel_w = q.stride_h = q.stride_w = 2;
+    const Shape ys{c.x[0], c.w[0], oh, ow}, ps{c.x[0], c.w[0], oh / 2, ow / 2};
+    auto u = TD::zeros({36, c.w[0], c.w[1]});  // F(4x4)'s bank, whichever variant the shape would pick
+    be.conv2d_prepare(p, frost::View<const double>(w.data(), w.shape()), frost::View<double>(u.data(), u.shape()));
+    const frost::View<const double> xv(x.data(), x.shape()), uv(u.data(), u.shape());
+    auto conv = TD::zeros(ys), want = TD::zeros(ps), got = TD::zeros(ps);
+    be.conv2d_prepared(p, xv, uv, b.data(), frost::View<double>(conv.data(), ys), c.act);
+    be.max_pool2d(q, frost::View<const double>(conv.data(), ys), frost::View<double>(want.data(), ps),
+                  frost::View<std::int64_t>(nullptr, ps));
+    CHECK(be.conv2d_prepared_max_pool(p, q, xv, uv, b.data(), frost::View<double>(got.data(), ps), c.act));
+    CHECK(got.to_vector() == want.to_vector());  // the same sums, pooled: bit for bit
+    // Other pools are the caller's: a 3x3 window, and a 2x2 one with padding.
+    frost::Pool2dParams q3 = q;
+    q3.kernel_h = q3.kernel_w = 3;
+    CHECK_FALSE(be.conv2d_prepared_max_pool(p, q3, xv, uv, b.data(), frost::View<double>(got.data(), ps), c.act));
+    frost::Pool2dParams qp = q;
+    qp.pad_h = 1;
+    CHECK_FALSE(be.conv2d_prepared_max_pool(p, qp, xv, uv, b.data(), frost::View<double>(got.data(), ps), c.act));
+  }
+}
+
 TEST_CASE("conv/pool table: forward in float matches the naive loops") { check_forward_float(conv_pool_rows()); }
 TEST_CASE("conv/pool table: frozen plan equals eager") { check_frozen(conv_pool_rows()); }
 TEST_CASE("conv/pool table: gradients match finite differences") { check_gradients(conv_pool_rows()); }

@@ -280,14 +280,16 @@ void run_conv_pool(Backend<T>& be, const Step& s, Bases b) {
     T* c = tmp + t * k * block * hw;
     const Shape cs{m, oc, cp.out_h, cp.out_w}, ys{m, oc, pp.out_h, pp.out_w};
     const View<const T> xs(x + n * per_image_x, Shape{m, cp.in_channels, cp.in_h, cp.in_w});
-    if (u.data)  // the block's rows of the prepared bank
-      be.conv2d_prepared(cp, xs, View<const T>(u.data + o0 * u.strides[1], Shape{u.shape[0], oc, u.shape[2]}, u.strides),
-                         bias ? bias + o0 : nullptr, View<T>(c, cs), static_cast<UnaryOp>(s.op));
-    else
+    const View<T> ym(y + n * per_image_y + o0 * pooled_hw, ys);
+    if (u.data) {  // the block's rows of the prepared bank, pooled in the conv's last pass where the backend can
+      const View<const T> ub(u.data + o0 * u.strides[1], Shape{u.shape[0], oc, u.shape[2]}, u.strides);
+      if (be.conv2d_prepared_max_pool(cp, pp, xs, ub, bias ? bias + o0 : nullptr, ym, static_cast<UnaryOp>(s.op))) return;
+      be.conv2d_prepared(cp, xs, ub, bias ? bias + o0 : nullptr, View<T>(c, cs), static_cast<UnaryOp>(s.op));
+    } else {
       be.conv2d(cp, xs, View<const T>(w + o0 * per_filter, Shape{oc, cp.in_channels / cp.groups, cp.kernel_h, cp.kernel_w}),
                 bias ? bias + o0 : nullptr, View<T>(c, cs), static_cast<UnaryOp>(s.op));
-    be.max_pool2d(pp, View<const T>(c, cs), View<T>(y + n * per_image_y + o0 * pooled_hw, ys),
-                  View<std::int64_t>(nullptr, ys));
+    }
+    be.max_pool2d(pp, View<const T>(c, cs), ym, View<std::int64_t>(nullptr, ys));
   };
   // Units [lo, hi): images, k to a call, or (image, filter block) pairs.
   auto work = [&](int t, std::int64_t lo, std::int64_t hi) {

@@ -546,16 +546,24 @@ void conv2d_prepare(const Conv2dParams& p, const View<const T>& wv, const View<T
 /// conv2d with the filters in their prepared form u ([positions, filters,
 /// in_channels / groups]; its dim-0 stride may span more filters, as a
 /// block's view of a larger bank does).
+namespace conv_detail {
+template <class T>
+void check_prepared(const char* op, const Conv2dParams& p, const View<const T>& uv) {
+  FROST_CHECK(p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
+                  p.dilation_w == 1 && uv.shape.ndim() == 3 && (uv.shape[0] == 16 || uv.shape[0] == 36) &&
+                  uv.shape[1] == p.out_channels && uv.shape[2] == p.in_channels / p.groups &&
+                  uv.strides[1] == p.in_channels / p.groups && uv.strides[2] == 1,
+              "frost::cpu::", op, ": prepared filters ", uv.shape.str(), " do not fit a 3x3 stride-1 convolution of ",
+              p.in_channels, " -> ", p.out_channels, " channels (groups ", p.groups, ")");
+}
+}  // namespace conv_detail
+
 template <class T>
 void conv2d_prepared(const Conv2dParams& p, const View<const T>& xv, const View<const T>& uv, const T* bias,
                      const View<T>& yv, UnaryOp act) {
   using namespace conv_detail;
   const std::int64_t Cg = p.in_channels / p.groups;
-  FROST_CHECK(p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
-                  p.dilation_w == 1 && uv.shape.ndim() == 3 && (uv.shape[0] == 16 || uv.shape[0] == 36) &&
-                  uv.shape[1] == p.out_channels && uv.shape[2] == Cg && uv.strides[1] == Cg && uv.strides[2] == 1,
-              "frost::cpu::conv2d_prepared: prepared filters ", uv.shape.str(), " do not fit a 3x3 stride-1 convolution of ",
-              p.in_channels, " -> ", p.out_channels, " channels (groups ", p.groups, ")");
+  check_prepared("conv2d_prepared", p, uv);
   if (p.batch == 0 || p.out_channels == 0) return;
   const std::int64_t hw = p.out_h * p.out_w;
   if (split_channels(p, [&](const Conv2dParams& q, std::int64_t o0) {
@@ -566,6 +574,30 @@ void conv2d_prepared(const Conv2dParams& p, const View<const T>& xv, const View<
     return;
   if (uv.shape[0] == 36) conv2d_winograd4(p, xv.data, static_cast<const T*>(nullptr), bias, yv.data, act, uv.data, uv.strides[0]);
   else conv2d_winograd(p, xv.data, static_cast<const T*>(nullptr), bias, yv.data, act, uv.data, uv.strides[0]);
+}
+
+/// conv2d_prepared, then max pooling q of its output, in one pass when the
+/// filters are F(4x4)'s and q is 2x2 with stride 2 (no padding, floor): the
+/// output transform pools each tile while in cache. False, having done
+/// nothing, for other shapes (the caller runs the two).
+template <class T>
+bool conv2d_prepared_max_pool(const Conv2dParams& p, const Pool2dParams& q, const View<const T>& xv,
+                              const View<const T>& uv, const T* bias, const View<T>& yv, UnaryOp act) {
+  using namespace conv_detail;
+  check_prepared("conv2d_prepared_max_pool", p, uv);
+  const bool plain_2x2 = q.kernel_h == 2 && q.kernel_w == 2 && q.stride_h == 2 && q.stride_w == 2 && q.pad_h == 0 &&
+                         q.pad_w == 0 && q.dilation_h == 1 && q.dilation_w == 1;
+  if (uv.shape[0] != 36 || !plain_2x2 || q.in_h != p.out_h || q.in_w != p.out_w || q.out_h != p.out_h / 2 ||
+      q.out_w != p.out_w / 2 || q.batch != p.batch || q.channels != p.out_channels)
+    return false;
+  if (p.batch == 0 || p.out_channels == 0) return true;
+  const std::int64_t Cg = p.in_channels / p.groups, phw = q.out_h * q.out_w;
+  if (!split_channels(p, [&](const Conv2dParams& h, std::int64_t o0) {
+        conv2d_winograd4(h, xv.data, static_cast<const T*>(nullptr), bias ? bias + o0 : nullptr, yv.data + o0 * phw, act,
+                         uv.data + o0 * Cg, uv.strides[0], true);
+      }))
+    conv2d_winograd4(p, xv.data, static_cast<const T*>(nullptr), bias, yv.data, act, uv.data, uv.strides[0], true);
+  return true;
 }
 
 template <class T>

@@ -132,10 +132,14 @@ void winograd4_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x,
 /// channels; each image's tiles follow the previous one's, so the
 /// transforms run over all of them at once). Spare tiles and outputs past
 /// the plane's edge are dropped. `work` holds 40 rows of images x tiles.
+/// With `pool2`, y is the plane max-pooled 2x2 with stride 2 (floor): each
+/// window lies inside one 4x4 tile, so a tile's rows are pooled while in
+/// cache and the full plane is never written.
 template <class T>
 void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64_t images, const T* M,
-                       std::int64_t ks, std::int64_t os, const T* bias, UnaryOp act, T* y, T* work) {
+                       std::int64_t ks, std::int64_t os, const T* bias, UnaryOp act, T* y, T* work, bool pool2 = false) {
   const std::int64_t OH = p.out_h, OW = p.out_w, L = images * s.tiles;
+  const std::int64_t PH = OH / 2, PW = OW / 2;
   T* t = work;             // A^T m: t[(r * 6 + j) * L + q], r = 0..3
   T* out = work + 24 * L;  // out[(r * 4) * L + 4 q + c]
   const bool relu = act == UnaryOp::relu;
@@ -169,6 +173,22 @@ void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64
         out_r[4 * q + 3] = relu ? (v3 > T(0) ? v3 : T(0)) : v3;
       }
     }
+    if (pool2) {
+      if (act != UnaryOp::copy && act != UnaryOp::relu)  // before the max: act need not be monotonic
+        for (std::int64_t k = 0; k < 16 * L; ++k) out[k] = fn::unary(act, out[k], T(0), T(0));
+      for (std::int64_t i = 0; i < images; ++i) {
+        T* yo = y + (i * p.out_channels + o) * PH * PW;
+        for (std::int64_t py = 0; py < PH; ++py) {
+          // Conv rows 2 py and 2 py + 1: rows r, r + 1 of tile row py / 2.
+          const std::int64_t r = 2 * (py % 2), at = 4 * (i * s.tiles + (py / 2) * s.row);
+          const T *a = out + (r * 4) * L + at, *b = a + 4 * L;
+          T* dst = yo + py * PW;
+          auto mx = [](T l, T r) { return l > r || l != l ? l : r; };  // NaN wins, as in max_pool2d
+          FROST_SIMD for (std::int64_t k = 0; k < PW; ++k) dst[k] = mx(mx(a[2 * k], a[2 * k + 1]), mx(b[2 * k], b[2 * k + 1]));
+        }
+      }
+      continue;
+    }
     for (std::int64_t i = 0; i < images; ++i) {
       T* yo = y + (i * p.out_channels + o) * OH * OW;
       for (std::int64_t ty = 0; ty < s.th; ++ty)
@@ -185,16 +205,19 @@ void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64
 
 /// The forward convolution (use_winograd and use_winograd4 hold); `U`
 /// (k-stride u_ks), when given, is w already transformed by winograd4_weights.
+/// With `pool2`, y is its output max-pooled 2x2 with stride 2 (winograd4_outputs).
 template <class T>
 void conv2d_winograd4(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, UnaryOp act,
-                      const T* U = nullptr, std::int64_t u_ks = 0) {
+                      const T* U = nullptr, std::int64_t u_ks = 0, bool pool2 = false) {
   const std::int64_t G = p.groups, C = p.in_channels, O = p.out_channels, Cg = C / G;
   const WinogradShape s = winograd_shape(p, 4);
   // Each thread takes an equal share of the images, in chunks of about 128
-  // tiles per GEMM: wide GEMMs, while V and M stay near the cache.
+  // tiles per GEMM (whole row blocks of the GEMM kernel where they fit, else
+  // equal chunks): wide GEMMs, while V and M stay near the cache.
   const int threads = image_threads(p.batch, 2 * 36 * O * Cg * s.tiles);
-  const std::int64_t share = ceil_div(p.batch, threads);
-  const std::int64_t chunk = ceil_div(share, ceil_div(share, std::max<std::int64_t>(128 / s.tiles, 1)));
+  const std::int64_t share = ceil_div(p.batch, threads), whole = whole_block_images<T>(s.tiles, 128);
+  const std::int64_t chunk = whole > 0 ? std::min(whole, share)
+                                       : ceil_div(share, ceil_div(share, std::max<std::int64_t>(128 / s.tiles, 1)));
   const std::int64_t P = chunk * s.tiles;
   Scratch<T> own(U ? 0 : 36 * O * Cg);
   if (!U) {
@@ -215,7 +238,8 @@ void conv2d_winograd4(const Conv2dParams& p, const T* x, const T* w, const T* bi
       for (std::int64_t i = 0; i < images; ++i)
         winograd4_inputs(p, s, x + (n0 + i) * C * p.in_h * p.in_w, V + i * s.tiles, C * P, P, wk);
       winograd_gemms(36, U, u_ks, V, M, C, O, G, P, used);
-      winograd4_outputs(p, s, images, M, O * P, P, bias, act, y + n0 * O * p.out_h * p.out_w, wk);
+      const std::int64_t plane = pool2 ? (p.out_h / 2) * (p.out_w / 2) : p.out_h * p.out_w;
+      winograd4_outputs(p, s, images, M, O * P, P, bias, act, y + n0 * O * plane, wk, pool2);
     }
   });
 }
