@@ -308,12 +308,15 @@ void run_conv_pool(Backend<T>& be, const Step& s, Bases b) {
   }
 #if defined(_OPENMP)
   if (threads > 1 && units > k && !omp_in_parallel()) {
+    // Calls of k units handed out as threads come free: on a shared machine
+    // one core often runs slower than the other, and equal shares would
+    // leave the faster one waiting.
+    const std::int64_t calls = (units + k - 1) / k;
 #pragma omp parallel num_threads(threads)
     {
-      const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-      const std::int64_t per = (units + nt - 1) / nt;
-      const std::int64_t lo = std::min(units, t * per), hi = std::min(units, lo + per);
-      if (lo < hi) work(static_cast<int>(t), lo, hi);
+      const int t = omp_get_thread_num();
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t c = 0; c < calls; ++c) work(t, c * k, std::min(units, c * k + k));
     }
     return;
   }
