@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <frost/frost.hpp>
+#include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 #ifdef _OPENMP
@@ -232,8 +234,9 @@ TEST_CASE("freeze pass: linear weights go into the GEMM kernel's panels once (16
     jit::FreezeOptions off;
     off.prepare_weights = false;
     auto prepared = jit::freeze<float>(g), plain = jit::freeze<float>(g, off);
-    // Three layers (784 -> 256 -> 256 -> 10); a few rows stay matrix-vector products on W itself.
-    CHECK(reported(prepared, batch == 20 ? "3 linear weights in GEMM panels" : "0 linear weights in GEMM panels"));
+    // Three layers (784 -> 256 -> 256 -> 10); a few rows go into matrix-vector panels instead.
+    CHECK(reported(prepared, batch == 20 ? "3 linear weights in GEMM panels, 0 in matrix-vector panels"
+                                         : "0 linear weights in GEMM panels, 3 in matrix-vector panels"));
     CHECK(close(prepared.run(x), plain.run(x)));
     CHECK(close(prepared.run(x), [&] { InferenceMode im; return m(x); }()));
   }
@@ -250,6 +253,48 @@ TEST_CASE("freeze pass: linear weights go into the GEMM kernel's panels once (16
   CHECK(reported(plan, "1 linear weights in GEMM panels"));
   const TD eager = [&] { InferenceMode im; return layer(xd); }();
   CHECK((plan.run(xd) - eager).abs().max().item() < 1e-12);
+}
+
+TEST_CASE("backend: matrix-vector panels give any part of a product of 1-8 rows") {
+  // y[:, n0:n1] = x[:, k0:k1] W[n0:n1, k0:k1]^T from the panels, in double,
+  // against the sums written out; n = 75 leaves a short last panel.
+  auto& be = backend_for<double>(Device::cpu());
+  const std::int64_t n = 75, k = 37;
+  const auto w = Tensor<double>::randn({n, k});
+  for (std::int64_t m : {1, 2, 3, 5, 8}) {
+    INFO(m << " rows");
+    REQUIRE(be.gemm_prepared_part(m) == 16);
+    std::vector<double> panels(static_cast<std::size_t>(be.gemm_prepared_size(m, n, k)));
+    CHECK(panels.size() == 80 * 37);
+    be.gemm_prepare(m, w.data(), n, k, panels.data());
+    const auto x = Tensor<double>::randn({m, k + 3});  // row stride k + 3
+    for (const auto& [n0, n1, k0, k1] : {std::array<std::int64_t, 4>{0, 75, 0, 37}, {16, 75, 5, 30}, {32, 48, 0, 1}, {64, 70, 36, 37}}) {
+      std::vector<double> y(static_cast<std::size_t>(m * n), -1.0);
+      be.gemm_prepared(m, n, k, x.data(), k + 3, panels.data(), y.data(), n, n0, n1, k0, k1);
+      double worst = 0;
+      bool untouched = true;
+      for (std::int64_t r = 0; r < m; ++r)
+        for (std::int64_t o = 0; o < n; ++o) {
+          const double got = y[static_cast<std::size_t>(r * n + o)];
+          if (o < n0 || o >= n1) {
+            untouched = untouched && got == -1.0;
+            continue;
+          }
+          double want = 0;
+          for (std::int64_t i = k0; i < k1; ++i) want += x.data()[r * (k + 3) + i] * w.data()[o * k + i];
+          worst = std::max(worst, std::abs(got - want));
+        }
+      CHECK(worst < 1e-13);
+      CHECK(untouched);  // outputs outside [n0, n1) are left alone
+    }
+    // A part must start on a panel.
+    std::vector<double> y(static_cast<std::size_t>(m * n));
+    CHECK_THROWS_WITH_AS(be.gemm_prepared(m, n, k, x.data(), k + 3, panels.data(), y.data(), n, 8, 75, 0, k),
+                         doctest::Contains("not a part of the matrix-vector panels"), Error);
+  }
+  // 9-15 rows have no prepared form; 16 take the GEMM panels, whole products only.
+  CHECK(be.gemm_prepared_size(12, n, k) == 0);
+  CHECK(be.gemm_prepared_part(16) == 0);
 }
 
 namespace {
@@ -291,14 +336,21 @@ TEST_CASE("freeze: a run of matrix-vector layers shares one parallel region, any
     for (std::int64_t rows : {1, 3}) {
       const Tensor<double> x = Tensor<double>::randn({rows, widths[0]});
       const Tensor<double> eager = [&] { InferenceMode im; return chain(x); }();
-      auto plan = jit::freeze(chain, x);
-      CHECK(count(plan.graph(), jit::StepKind::linear) == static_cast<int>(widths.size()) - 1);
-      for (int threads : {1, 2, 3, 5}) {
-        INFO("widths from " << widths[0] << ", " << rows << " rows, " << threads << " threads");
+      const auto g = jit::trace(chain, x);
+      for (bool prepared : {true, false}) {  // W in matrix-vector panels, or as it is
+        jit::FreezeOptions opt;
+        opt.prepare_weights = prepared;
+        auto plan = jit::freeze<double>(g, opt);
+        CHECK(count(plan.graph(), jit::StepKind::linear) == static_cast<int>(widths.size()) - 1);
+        CHECK(reported(plan, (prepared ? std::to_string(widths.size() - 1) : std::string("0")) + " in matrix-vector panels") ==
+              prepared);
+        for (int threads : {1, 2, 3, 5}) {
+          INFO("widths from " << widths[0] << ", " << rows << " rows, " << threads << " threads, prepared " << prepared);
 #ifdef _OPENMP
-        omp_set_num_threads(threads);
+          omp_set_num_threads(threads);
 #endif
-        CHECK((plan.run(x) - eager).abs().max().item() < 1e-12);
+          CHECK((plan.run(x) - eager).abs().max().item() < 1e-12);
+        }
       }
 #ifdef _OPENMP
       omp_set_num_threads(saved);
@@ -415,8 +467,10 @@ TEST_CASE("jit::Plan::check: every output of a module returning several, and a w
     nn::Linear a = register_module("a", nn::Linear(3, 2));
     std::vector<T> forward(const T& x, const T& y) { return {a(x).relu(), (x * y).sum({1})}; }
   };
+  manual_seed(8);
   auto m = nn::make<Two>();
-  const auto x = T::randn({4, 3}), y = T::randn({4, 3});
+  // x > 0: the weights' change below raises every pre-activation by at least 1.5.
+  const auto x = T::rand({4, 3}) + 0.5f, y = T::randn({4, 3});
   auto plan = jit::freeze(m, x, y);
   const auto ok = plan.check(m, {x, y});
   CHECK(ok.ok);

@@ -94,20 +94,29 @@ struct Backend {
                     T beta, T* c, std::int64_t ldc, std::int64_t sc, std::int64_t batch) = 0;
 
   /// y [m, n] (row stride ldy) = x [m, k] (row stride ldx) W^T with the
-  /// weights W [n, k] in a form of the backend's own, made once (a frozen
-  /// plan's constant linear weights; the CPU's: its GEMM kernel's panels):
+  /// weights W [n, k] in a form of the backend's own, made once for
+  /// products of m rows (a frozen plan's constant linear weights; the CPU's:
+  /// matrix-vector panels up to 8 rows, its GEMM kernel's panels from 16):
   /// that form's element count (0: none), making it, and the product.
-  virtual std::int64_t gemm_prepared_size(std::int64_t n, std::int64_t k) {
-    (void)n, (void)k;
+  /// gemm_prepared_part says whether that form also takes parts of the
+  /// product: y[:, n0:n1] = x[:, k0:k1] W[n0:n1, k0:k1]^T (y and x still at
+  /// column 0), with n0 a multiple of the value returned (0: whole only).
+  virtual std::int64_t gemm_prepared_size(std::int64_t m, std::int64_t n, std::int64_t k) {
+    (void)m, (void)n, (void)k;
     return 0;
   }
-  virtual void gemm_prepare(const T* w, std::int64_t n, std::int64_t k, T* prepared) {
-    (void)w, (void)n, (void)k, (void)prepared;
+  virtual void gemm_prepare(std::int64_t m, const T* w, std::int64_t n, std::int64_t k, T* prepared) {
+    (void)m, (void)w, (void)n, (void)k, (void)prepared;
     unsupported("gemm_prepare");
   }
+  virtual std::int64_t gemm_prepared_part(std::int64_t m) {
+    (void)m;
+    return 0;
+  }
   virtual void gemm_prepared(std::int64_t m, std::int64_t n, std::int64_t k, const T* x, std::int64_t ldx,
-                             const T* prepared, T* y, std::int64_t ldy) {
-    (void)m, (void)n, (void)k, (void)x, (void)ldx, (void)prepared, (void)y, (void)ldy;
+                             const T* prepared, T* y, std::int64_t ldy, std::int64_t n0, std::int64_t n1,
+                             std::int64_t k0, std::int64_t k1) {
+    (void)m, (void)n, (void)k, (void)x, (void)ldx, (void)prepared, (void)y, (void)ldy, (void)n0, (void)n1, (void)k0, (void)k1;
     unsupported("gemm_prepared");
   }
 

@@ -60,18 +60,28 @@ void linear_block(const Step& s, Bases b, std::int64_t n0, std::int64_t n1) {
   const bool ta = x.strides[1] != 1 && m > 1;
   const std::int64_t lda = std::max<std::int64_t>(ta ? x.strides[1] : x.strides[0], 1);
   T* yp = ptr<T>(y, b) + n0;
-  if (s.in.size() > 3)  // the CPU's panels of W (whole rows: n0 = 0, n1 = n)
-    be.gemm_prepared(m, n, k, ptr<const T>(x, b), lda, ptr<const T>(s.in[3], b), yp, n);
+  if (s.in.size() > 3)  // the CPU's panels of W (whole rows unless they take parts: takes_parts)
+    be.gemm_prepared(m, n, k, ptr<const T>(x, b), lda, ptr<const T>(s.in[3], b), ptr<T>(y, b), n, n0, n1, 0, k);
   else if (s.i0) be.gemm(ta, false, m, nb, k, T(1), ptr<const T>(x, b), lda, 0, ptr<const T>(w, b) + n0, n, 0, T(0), yp, n, 0, 1);
   else be.gemm(ta, true, m, nb, k, T(1), ptr<const T>(x, b), lda, 0, ptr<const T>(w, b) + n0 * w.strides[0],
                w.strides[0], 0, T(0), yp, n, 0, 1);
   linear_epilogue<T>(s, b, yp, n0, n1);
 }
 
-/// A linear over a few rows (no GEMM panels): a matrix-vector product, bound
-/// by reading W.
+/// True when a linear step's product can be done in parts (outputs from
+/// multiples of 16, any inputs): W itself, or prepared panels that allow it.
+inline bool takes_parts(const Step& s) {
+  if (s.in.size() <= 3) return true;
+  auto part = [&](auto& be) {
+    const std::int64_t q = be.gemm_prepared_part(s.in[0].shape[0]);
+    return q > 0 && 16 % q == 0;
+  };
+  if (s.dtype == DType::float32) return part(backend_for<float>(Device::cpu()));
+  return s.dtype == DType::float64 && part(backend_for<double>(Device::cpu()));
+}
+/// A linear over a few rows: a matrix-vector product, bound by reading W.
 inline bool few_rows_linear(const Step& s) {
-  return s.kind == StepKind::linear && s.in.size() <= 3 && s.in[0].shape[0] <= 8;
+  return s.kind == StepKind::linear && s.in[0].shape[0] <= 8 && takes_parts(s);
 }
 /// ... whose W is worth splitting by its rows over the threads (eager's GEMM
 /// keeps such small products on one core).
@@ -127,6 +137,10 @@ void linear_partial(const Step& next, Bases b, std::int64_t k0, std::int64_t k1,
   Backend<T>& be = backend_for<T>(Device::cpu());
   const Slot &x = next.in[0], &w = next.in[1];
   const std::int64_t m = x.shape[0], n = next.out[0].shape[1], lda = std::max<std::int64_t>(x.strides[0], 1);
+  if (next.in.size() > 3) {  // panels that take parts (few_rows_linear)
+    be.gemm_prepared(m, n, x.shape[1], ptr<const T>(x, b), lda, ptr<const T>(next.in[3], b), out, n, 0, n, k0, k1);
+    return;
+  }
   const T* xp = ptr<const T>(x, b) + k0;
   if (next.i0) be.gemm(false, false, m, n, k1 - k0, T(1), xp, lda, 0, ptr<const T>(w, b) + k0 * n, n, 0, T(0), out, n, 0, 1);
   else be.gemm(false, true, m, n, k1 - k0, T(1), xp, lda, 0, ptr<const T>(w, b) + k0, w.strides[0], 0, T(0), out, n, 0, 1);
@@ -400,11 +414,11 @@ void make_prepared(Graph& g) {
     Buffer& p = g.buffers[static_cast<std::size_t>(s.in[3].buf)];
     if (p.data) continue;
     const Buffer& w = g.buffers[static_cast<std::size_t>(s.in[1].buf)];
-    const std::int64_t size = be.gemm_prepared_size(s.in[1].shape[0], s.in[1].shape[1]);
-    FROST_CHECK(size == p.numel, "frost::jit: prepared buffer '", p.name, "' has ", p.numel, " elements; this build's GEMM panels of a ",
-                s.in[1].shape.str(), " weight take ", size);
+    const std::int64_t size = be.gemm_prepared_size(s.in[0].shape[0], s.in[1].shape[0], s.in[1].shape[1]);
+    FROST_CHECK(size == p.numel, "frost::jit: prepared buffer '", p.name, "' has ", p.numel, " elements; this build's panels of a ",
+                s.in[1].shape.str(), " weight for ", s.in[0].shape[0], " rows of input take ", size);
     p.data = StorageImpl::cpu(static_cast<std::size_t>(p.numel) * sizeof(T));
-    be.gemm_prepare(static_cast<const T*>(w.data->data) + s.in[1].offset, s.in[1].shape[0], s.in[1].shape[1],
+    be.gemm_prepare(s.in[0].shape[0], static_cast<const T*>(w.data->data) + s.in[1].offset, s.in[1].shape[0], s.in[1].shape[1],
                     static_cast<T*>(p.data->data));
   }
 }

@@ -17,6 +17,7 @@
 #include "fused.hpp"
 #include "gemm.hpp"
 #include "gemm_packed.hpp"
+#include "gemv_panels.hpp"
 #include "index.hpp"
 #include "pool.hpp"
 #include "reduce.hpp"
@@ -60,18 +61,42 @@ struct CpuBackend final : Backend<T> {
     if constexpr (FloatScalar<T>) cpu::gemm(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
     else math_unsupported("gemm");
   }
-  std::int64_t gemm_prepared_size(std::int64_t n, std::int64_t k) override {
-    if constexpr (FloatScalar<T>) return cpu::gemm_packed_size<T>(n, k);
-    else return 0;
+  // A few rows: matrix-vector panels (bound by reading W; parts split over
+  // threads); 16+: the GEMM kernel's panels; between, no prepared form.
+  std::int64_t gemm_prepared_size(std::int64_t m, std::int64_t n, std::int64_t k) override {
+    if constexpr (FloatScalar<T>) {
+      if (m >= 1 && m <= cpu::kGemvRows) return cpu::gemv_panels_size<T>(n, k);
+      return m >= 16 ? cpu::gemm_packed_size<T>(n, k) : 0;
+    } else {
+      return 0;
+    }
   }
-  void gemm_prepare(const T* w, std::int64_t n, std::int64_t k, T* prepared) override {
-    if constexpr (FloatScalar<T>) cpu::gemm_pack(w, n, k, prepared);
-    else math_unsupported("gemm_prepare");
+  void gemm_prepare(std::int64_t m, const T* w, std::int64_t n, std::int64_t k, T* prepared) override {
+    if constexpr (FloatScalar<T>) {
+      if (m <= cpu::kGemvRows) cpu::gemv_pack(w, n, k, prepared);
+      else cpu::gemm_pack(w, n, k, prepared);
+    } else {
+      math_unsupported("gemm_prepare");
+    }
   }
+  std::int64_t gemm_prepared_part(std::int64_t m) override { return m <= cpu::kGemvRows ? cpu::kGemvPanel : 0; }
   void gemm_prepared(std::int64_t m, std::int64_t n, std::int64_t k, const T* x, std::int64_t ldx, const T* prepared,
-                     T* y, std::int64_t ldy) override {
-    if constexpr (FloatScalar<T>) cpu::gemm_packed(m, n, k, x, ldx, prepared, y, ldy);
-    else math_unsupported("gemm_prepared");
+                     T* y, std::int64_t ldy, std::int64_t n0, std::int64_t n1, std::int64_t k0, std::int64_t k1) override {
+    if constexpr (FloatScalar<T>) {
+      if (m <= cpu::kGemvRows) {
+        FROST_CHECK(n0 % cpu::kGemvPanel == 0 && 0 <= n0 && n0 <= n1 && n1 <= n && 0 <= k0 && k0 <= k1 && k1 <= k,
+                    "frost::cpu::gemm_prepared: outputs [", n0, ", ", n1, ") and inputs [", k0, ", ", k1,
+                    ") are not a part of the matrix-vector panels of a [", n, ", ", k, "] weight");
+        cpu::gemv_panels(m, n, k, x, ldx, prepared, y, ldy, n0, n1, k0, k1);
+      } else {
+        FROST_CHECK(n0 == 0 && n1 == n && k0 == 0 && k1 == k, "frost::cpu::gemm_prepared: the GEMM panels of a [", n,
+                    ", ", k, "] weight take whole products only, not outputs [", n0, ", ", n1, ") and inputs [", k0, ", ",
+                    k1, ")");
+        cpu::gemm_packed(m, n, k, x, ldx, prepared, y, ldy);
+      }
+    } else {
+      math_unsupported("gemm_prepared");
+    }
   }
   void index_select(const View<const T>& x, int dim, const View<const std::int64_t>& idx, const View<T>& y) override {
     cpu::index_select(x, dim, idx, y);

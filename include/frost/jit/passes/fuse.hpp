@@ -239,23 +239,24 @@ inline void pack_weights(FreezeState& st) {
 /// run: convolution filters Winograd-transformed (2.25-4x their bytes; 25 us
 /// a run per thread for ResearchModel's second conv at batch 1), from the
 /// stored filters so that runs equal the unprepared plan's, as a constant
-/// in[3]; linear weights (16+ rows of x) in the GEMM kernel's panels (a
-/// third of ResearchModel's classifier product at batch 64), as a prepared
-/// buffer in[3] that the plan makes again on load. Steps keep their weights
+/// in[3]; linear weights in the GEMM kernel's panels for 16+ rows of x (a
+/// third of ResearchModel's classifier product at batch 64) or in
+/// matrix-vector panels for up to 8 (read front to back by each thread's
+/// share), as a prepared buffer in[3] that the plan makes again on load. Steps keep their weights
 /// as in[1]: a device freezes the traced graph again without these.
 template <class T>
 void prepare_weights(FreezeState& st) {
   Graph& g = st.g;
   Backend<T>& be = backend_for<T>(Device::cpu());
-  int filters = 0, linears = 0;
+  int filters = 0, linears = 0, vectors = 0;
   std::map<std::pair<int, std::int64_t>, int> made;  // (filters' buffer, positions) -> prepared buffer
   for (auto& s : g.steps) {
     if (s.in.size() != 3 || s.dtype != dtype_of<T>()) continue;
     const Slot w = s.in[1];
     if (!is_constant(g, w.buf) || !w.dense() || w.offset != 0) continue;
     const Buffer& wb = g.buffers[static_cast<std::size_t>(w.buf)];
-    if (s.kind == StepKind::linear && s.i0 == 0 && s.in[0].shape[0] >= 16 && s.in[0].strides[1] == 1) {
-      const std::int64_t size = be.gemm_prepared_size(w.shape[0], w.shape[1]);
+    if (s.kind == StepKind::linear && s.i0 == 0 && s.in[0].strides[1] == 1) {
+      const std::int64_t size = be.gemm_prepared_size(s.in[0].shape[0], w.shape[0], w.shape[1]);
       if (size == 0) continue;
       Buffer b;
       b.kind = BufferKind::prepared;
@@ -264,7 +265,7 @@ void prepare_weights(FreezeState& st) {
       b.name = wb.name + ".panels";
       const int id = g.add_buffer(std::move(b));
       s.in.push_back(Slot{id, 0, Shape{size}, Shape{1}});
-      ++linears;
+      ++(be.gemm_prepared_part(s.in[0].shape[0]) > 0 ? vectors : linears);  // the form that takes parts: matrix-vector
       continue;
     }
     if (s.kind != StepKind::conv2d && s.kind != StepKind::conv2d_pool) continue;
@@ -290,7 +291,8 @@ void prepare_weights(FreezeState& st) {
   }
   detail::make_prepared<T>(g);
   st.report.push_back("weight preparation: " + std::to_string(filters) + " convolutions' filters Winograd-transformed, " +
-                      std::to_string(linears) + " linear weights in GEMM panels");
+                      std::to_string(linears) + " linear weights in GEMM panels, " + std::to_string(vectors) +
+                      " in matrix-vector panels");
 }
 
 }  // namespace frost::jit::passes
