@@ -88,30 +88,33 @@ TEST_CASE("jit::Plan::save / load: linear weights' GEMM panels are made again on
   manual_seed(25);
   auto model = guide::make_mlp();
   model->eval();
-  const auto x = T::randn({32, 784});
-  auto plan = jit::freeze(model, x);
-  jit::FreezeOptions off;
-  off.prepare_weights = false;
-  auto plain = jit::freeze<float>(jit::trace(model, x), off);
-  const auto path = temp_path("panels.frost"), plain_path = temp_path("plain.frost");
-  plan.save(path);
-  plain.save(plain_path);
-  // Same tensors in both files: the panels (as large as the weights) are not among them.
-  CHECK(SafetensorsFile::open(path).names().size() == SafetensorsFile::open(plain_path).names().size());
-  auto loaded = jit::Plan<float>::load(path);
-  CHECK(close(loaded.run(x), plan.run(x), 0));
-  CHECK(loaded.summary() == plan.summary());
-  // A panel buffer of the wrong size is rejected, not filled past its end.
-  write_bytes(path, with_plan_json(path, [](std::string& j) {
-    const auto at = j.find("\"kind\":3");
-    REQUIRE(at != std::string::npos);
-    const auto n = j.find("\"numel\":", at);
-    REQUIRE(n != std::string::npos);
-    j.insert(n + 8, "1");  // numel 1xxxx: ten times and more
-  }));
-  CHECK_THROWS_AS(jit::Plan<float>::load(path), Error);
-  std::remove(path.c_str());
-  std::remove(plain_path.c_str());
+  for (std::int64_t rows : {32, 1}) {  // the GEMM kernel's panels, matrix-vector panels
+    INFO(rows << " rows");
+    const auto x = T::randn({rows, 784});
+    auto plan = jit::freeze(model, x);
+    jit::FreezeOptions off;
+    off.prepare_weights = false;
+    auto plain = jit::freeze<float>(jit::trace(model, x), off);
+    const auto path = temp_path("panels.frost"), plain_path = temp_path("plain.frost");
+    plan.save(path);
+    plain.save(plain_path);
+    // Same tensors in both files: the panels (as large as the weights) are not among them.
+    CHECK(SafetensorsFile::open(path).names().size() == SafetensorsFile::open(plain_path).names().size());
+    auto loaded = jit::Plan<float>::load(path);
+    CHECK(close(loaded.run(x), plan.run(x), 0));
+    CHECK(loaded.summary() == plan.summary());
+    // A panel buffer of the wrong size is rejected, not filled past its end.
+    write_bytes(path, with_plan_json(path, [](std::string& j) {
+      const auto at = j.find("\"kind\":3");
+      REQUIRE(at != std::string::npos);
+      const auto n = j.find("\"numel\":", at);
+      REQUIRE(n != std::string::npos);
+      j.insert(n + 8, "1");  // numel 1xxxx: ten times and more
+    }));
+    CHECK_THROWS_AS(jit::Plan<float>::load(path), Error);
+    std::remove(path.c_str());
+    std::remove(plain_path.c_str());
+  }
 }
 
 TEST_CASE("jit::Plan::refit: new weights without tracing again, folded constants recomputed") {

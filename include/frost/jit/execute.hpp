@@ -415,8 +415,9 @@ void make_prepared(Graph& g) {
     if (p.data) continue;
     const Buffer& w = g.buffers[static_cast<std::size_t>(s.in[1].buf)];
     const std::int64_t size = be.gemm_prepared_size(s.in[0].shape[0], s.in[1].shape[0], s.in[1].shape[1]);
-    FROST_CHECK(size == p.numel, "frost::jit: prepared buffer '", p.name, "' has ", p.numel, " elements; this build's panels of a ",
-                s.in[1].shape.str(), " weight for ", s.in[0].shape[0], " rows of input take ", size);
+    FROST_CHECK(size > 0 && size == p.numel, "frost::jit: prepared buffer '", p.name, "' has ", p.numel,
+                " elements; this build's panels of a ", s.in[1].shape.str(), " weight for ", s.in[0].shape[0],
+                " rows of input take ", size, size > 0 ? "" : " (no prepared form for that many rows)");
     p.data = StorageImpl::cpu(static_cast<std::size_t>(p.numel) * sizeof(T));
     be.gemm_prepare(s.in[0].shape[0], static_cast<const T*>(w.data->data) + s.in[1].offset, s.in[1].shape[0], s.in[1].shape[1],
                     static_cast<T*>(p.data->data));
