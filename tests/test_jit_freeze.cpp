@@ -36,6 +36,15 @@ bool reported(const jit::Plan<U>& p, const std::string& what) {
   return p.summary().find(what) != std::string::npos;
 }
 
+/// The plan after a round trip through a file.
+jit::Plan<float> saved_and_loaded(const jit::Plan<float>& p) {
+  const auto path = (std::filesystem::temp_directory_path() / "frost_test_round_trip.frost").string();
+  p.save(path);
+  auto loaded = jit::Plan<float>::load(path);
+  std::remove(path.c_str());
+  return loaded;
+}
+
 /// Batch-norm statistics away from the identity, so folding changes weights.
 template <class M>
 void warm_batch_norm(M& m, const Shape& input) {
@@ -189,11 +198,7 @@ TEST_CASE("freeze pass: one image's conv + relu + max pool runs by blocks of fil
   auto p20 = jit::freeze(net, x);
   CHECK(count(p20.graph(), jit::StepKind::conv2d_pool) == 1);
   CHECK(close(p20.run(x), [&] { InferenceMode im; return net(x); }()));
-  const auto path = (std::filesystem::temp_directory_path() / "frost_test_conv_blocks.frost").string();
-  p20.save(path);
-  auto loaded = jit::Plan<float>::load(path);
-  std::remove(path.c_str());
-  CHECK(close(loaded.run(x), p20.run(x), 0));
+  CHECK(close(saved_and_loaded(p20).run(x), p20.run(x), 0));
 }
 
 TEST_CASE("freeze pass: Winograd filters are transformed once, at freeze") {
@@ -215,15 +220,11 @@ TEST_CASE("freeze pass: Winograd filters are transformed once, at freeze") {
     CHECK(positions == (batch == 1 ? 16 : 36));  // F(2x2, 3x3) for one image's 16x16 planes, F(4x4, 3x3) for blocks of them
     CHECK(close(prepared.run(x), plain.run(x)));
     CHECK(close(prepared.run(x), [&] { InferenceMode im; return m(x); }()));
-    const auto path = (std::filesystem::temp_directory_path() / "frost_test_prepared.frost").string();
-    prepared.save(path);
-    auto loaded = jit::Plan<float>::load(path);
-    std::remove(path.c_str());
-    CHECK(close(loaded.run(x), prepared.run(x), 0));
+    CHECK(close(saved_and_loaded(prepared).run(x), prepared.run(x), 0));
   }
 }
 
-TEST_CASE("freeze pass: linear weights go into the GEMM kernel's panels once (16+ rows)") {
+TEST_CASE("freeze pass: linear weights go into the kernels' panels once (GEMM: 16+ rows, matrix-vector: 1-8)") {
   manual_seed(24);
   auto m = guide::make_mlp();
   m->eval();

@@ -21,6 +21,7 @@
 #include "../backend.hpp"
 #include "conv_common.hpp"
 #include "conv_winograd4.hpp"
+#include "pool.hpp"
 #include "gemm.hpp"
 #include "parallel.hpp"
 
@@ -585,9 +586,7 @@ bool conv2d_prepared_max_pool(const Conv2dParams& p, const Pool2dParams& q, cons
                               const View<const T>& uv, const T* bias, const View<T>& yv, UnaryOp act) {
   using namespace conv_detail;
   check_prepared("conv2d_prepared_max_pool", p, uv);
-  const bool plain_2x2 = q.kernel_h == 2 && q.kernel_w == 2 && q.stride_h == 2 && q.stride_w == 2 && q.pad_h == 0 &&
-                         q.pad_w == 0 && q.dilation_h == 1 && q.dilation_w == 1;
-  if (uv.shape[0] != 36 || !plain_2x2 || q.in_h != p.out_h || q.in_w != p.out_w || q.out_h != p.out_h / 2 ||
+  if (uv.shape[0] != 36 || !pool_detail::is_plain_2x2(q) || q.in_h != p.out_h || q.in_w != p.out_w || q.out_h != p.out_h / 2 ||
       q.out_w != p.out_w / 2 || q.batch != p.batch || q.channels != p.out_channels)
     return false;
   if (p.batch == 0 || p.out_channels == 0) return true;
