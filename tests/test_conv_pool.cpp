@@ -359,6 +359,7 @@ TEST_CASE("conv/pool: the Winograd paths (3x3, stride 1, 16+ channels) and their
       {{6, 16, 13, 11}, {20, 16, 3, 3}, 0, 1, true, "F(4x4): outputs 11x9, not a multiple of the tile"},
       {{5, 32, 10, 12}, {34, 16, 3, 3}, 2, 2, true, "F(4x4): groups, padding 2"},
       {{1, 16, 30, 29}, {16, 16, 3, 3}, 1, 1, true, "F(4x4): one image, 30x29"},
+      {{4, 16, 9, 18}, {16, 16, 3, 3}, 1, 1, true, "F(4x4): 5 tiles a row (the row's last copy overlaps)"},
   };
   std::mt19937_64 rng(17);
   for (const auto& c : cases) {

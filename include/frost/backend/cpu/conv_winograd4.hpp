@@ -6,14 +6,18 @@
 // float results stay within about ten ulp of the direct sum's rounding on
 // inputs of one scale.
 //
-// Layout as F(2x2, 3x3)'s: a plane's tiles are numbered q = ty (tw + 1) + tx,
-// one spare tile per tile row, and the input plane is split into 16 phase
-// planes by row and column modulo 4, zero-padded, so that patch element
-// (i, j) of every tile is one contiguous array: phase plane (i % 4, j % 4)
-// shifted by i / 4 rows and j / 4 columns of tiles.
+// The input transform works as F(2x2, 3x3)'s: tiles numbered q = ty (tw +
+// 1) + tx, one spare tile per tile row, and the input plane split into 16
+// phase planes by row and column modulo 4, zero-padded, so that patch
+// element (i, j) of every tile is one contiguous array: phase plane
+// (i % 4, j % 4) shifted by i / 4 rows and j / 4 columns of tiles. What it
+// hands on (V, then M and the output transform) holds the real tiles only,
+// q = ty tw + tx: at 16x16 outputs the spare tiles would be a fifth of the
+// GEMMs' columns.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include <Eigen/Core>
 
@@ -60,9 +64,28 @@ void winograd4_weights(const T* w, std::int64_t O, std::int64_t Cg, T* U) {
   }
 }
 
-/// V[k][c][base + q] = (B^T d_q B)[k] for every tile q of one image's planes
-/// (ks: the stride between positions k, cs: between channels). `work` holds
-/// 4 phase planes of (th + 1) x 4 row and 24 rows of tiles.
+/// dst[0, n) = src[0, n) for the short runs of a tile row (n = 4 at 16
+/// columns): whole 4-element moves, the last one overlapping, rather than
+/// an element loop or a call.
+template <class T>
+inline void copy_run(const T* src, std::int64_t n, T* dst) {
+  if (n < 4) {
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i];
+    return;
+  }
+  for (std::int64_t i = 0; i < n - 4; i += 4) std::memcpy(dst + i, src + i, 4 * sizeof(T));
+  std::memcpy(dst + n - 4, src + n - 4, 4 * sizeof(T));
+}
+
+/// winograd4_inputs' work: 4 row phase planes, B^T d (6 rows of 4 columns a
+/// tile) and the transformed tiles with the spare ones (36 rows).
+inline std::int64_t winograd4_inputs_work(const WinogradShape& s) {
+  return 16 * (s.th + 1) * s.row + 60 * s.tiles;
+}
+
+/// V[k][c][base + q] = (B^T d_q B)[k] for every real tile q = ty tw + tx of
+/// one image's planes (ks: the stride between positions k, cs: between
+/// channels). `work` holds winograd4_inputs_work(s) elements.
 template <class T>
 void winograd4_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x, T* V, std::int64_t ks,
                       std::int64_t cs, T* work) {
@@ -72,9 +95,15 @@ void winograd4_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x,
   // of any array of tile rows, whatever the tile row.
   T* R = work;
   T* Tr = work + 4 * psize;  // Tr[a][4 q + j]: row a of B^T d, patch column j of tile q
+  T* Vt = Tr + 24 * L;       // Vt[k][q]: q over the tiles with the spare ones
   const std::int64_t left = std::min(p.pad_w, Wp), width = std::clamp<std::int64_t>(Wp - p.pad_w, 0, W);
   for (std::int64_t c = 0; c < p.in_channels; ++c) {
     const T* xc = x + c * H * W;
+    // The next plane, while this one is transformed: its rows are read in
+    // phase order (4 apart), which the hardware prefetchers do not follow.
+    if (c + 1 < p.in_channels)
+      for (std::int64_t b = 0; b < H * W * std::int64_t(sizeof(T)); b += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(xc + H * W) + b);
     for (int rp = 0; rp < 4; ++rp)
       for (std::int64_t r4 = 0; r4 <= s.th; ++r4) {
         const std::int64_t iy = 4 * r4 + rp - p.pad_h;
@@ -106,39 +135,44 @@ void winograd4_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x,
         Tr[5 * n + f] = T(4) * d1[f] - T(5) * d3[f] + d5[f];
       }
     }
-    // (B^T d) B over the patch columns j = 0..5 of each tile: 4 q + j.
-    T* vc = V + c * cs;
+    // (B^T d) B over the patch columns j = 0..5 of each tile: 4 q + j, into
+    // Vt[k][q] (all tiles, the spare ones too: one vector loop), then each
+    // tile row's real tiles to V, so the GEMMs and the output transform
+    // never see a spare tile (a fifth of the columns at 4 tiles a row).
     for (int a = 0; a < 6; ++a) {
       const T* e = Tr + a * 4 * L;
-      T* v = vc + (a * 6) * ks;
+      T* v = Vt + (a * 6) * L;
       FROST_SIMD for (std::int64_t q = 0; q < L - 1; ++q) {
         const T e0 = e[4 * q], e1 = e[4 * q + 1], e2 = e[4 * q + 2], e3 = e[4 * q + 3], e4 = e[4 * q + 4],
                 e5 = e[4 * q + 5];
         const T u = e4 - T(4) * e2, w = e3 - T(4) * e1, g = T(2) * (e3 - e1), h = e4 - e2;
         v[q] = T(4) * e0 - T(5) * e2 + e4;
-        v[ks + q] = u + w;
-        v[2 * ks + q] = u - w;
-        v[3 * ks + q] = h + g;
-        v[4 * ks + q] = h - g;
-        v[5 * ks + q] = T(4) * e1 - T(5) * e3 + e5;
+        v[L + q] = u + w;
+        v[2 * L + q] = u - w;
+        v[3 * L + q] = h + g;
+        v[4 * L + q] = h - g;
+        v[5 * L + q] = T(4) * e1 - T(5) * e3 + e5;
       }
-      for (int k = 0; k < 6; ++k) v[k * ks + L - 1] = T(0);  // the last spare tile
     }
+    T* vc = V + c * cs;
+    for (int k = 0; k < 36; ++k)
+      for (std::int64_t ty = 0; ty < s.th; ++ty) copy_run(Vt + k * L + ty * s.row, s.tw, vc + k * ks + ty * s.tw);
   }
 }
 
 /// y = A^T m A + bias (then the activation) for `images` images' planes
 /// from M[k][o][q] (ks: the stride between positions k, os: between
-/// channels; each image's tiles follow the previous one's, so the
-/// transforms run over all of them at once). Spare tiles and outputs past
-/// the plane's edge are dropped. `work` holds 40 rows of images x tiles.
+/// channels; q = ty tw + tx over the real tiles, each image's after the
+/// previous one's, so the transforms run over all of them at once).
+/// Outputs past the plane's edge are dropped. `work` holds 40 rows of
+/// images x tiles.
 /// With `pool2`, y is the plane max-pooled 2x2 with stride 2 (floor): each
 /// window lies inside one 4x4 tile, so a tile's rows are pooled while in
 /// cache and the full plane is never written.
 template <class T>
 void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64_t images, const T* M,
                        std::int64_t ks, std::int64_t os, const T* bias, UnaryOp act, T* y, T* work, bool pool2 = false) {
-  const std::int64_t OH = p.out_h, OW = p.out_w, L = images * s.tiles;
+  const std::int64_t OH = p.out_h, OW = p.out_w, tiles = s.th * s.tw, L = images * tiles;
   const std::int64_t PH = OH / 2, PW = OW / 2;
   T* t = work;             // A^T m: t[(r * 6 + j) * L + q], r = 0..3
   T* out = work + 24 * L;  // out[(r * 4) * L + 4 q + c]
@@ -180,7 +214,7 @@ void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64
         T* yo = y + (i * p.out_channels + o) * PH * PW;
         for (std::int64_t py = 0; py < PH; ++py) {
           // Conv rows 2 py and 2 py + 1: rows r, r + 1 of tile row py / 2.
-          const std::int64_t r = 2 * (py % 2), at = 4 * (i * s.tiles + (py / 2) * s.row);
+          const std::int64_t r = 2 * (py % 2), at = 4 * (i * tiles + (py / 2) * s.tw);
           const T *a = out + (r * 4) * L + at, *b = a + 4 * L;
           T* dst = yo + py * PW;
           auto mx = [](T l, T r) { return l > r || l != l ? l : r; };  // NaN wins, as in max_pool2d
@@ -193,7 +227,7 @@ void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64
       T* yo = y + (i * p.out_channels + o) * OH * OW;
       for (std::int64_t ty = 0; ty < s.th; ++ty)
         for (int r = 0; r < 4 && 4 * ty + r < OH; ++r) {
-          const T* src = out + (r * 4) * L + 4 * (i * s.tiles + ty * s.row);
+          const T* src = out + (r * 4) * L + 4 * (i * tiles + ty * s.tw);
           T* dst = yo + (4 * ty + r) * OW;
           FROST_SIMD for (std::int64_t k = 0; k < OW; ++k) dst[k] = src[k];
         }
@@ -214,18 +248,19 @@ void conv2d_winograd4(const Conv2dParams& p, const T* x, const T* w, const T* bi
   // Each thread takes an equal share of the images, in chunks of about 128
   // tiles per GEMM (whole row blocks of the GEMM kernel where they fit, else
   // equal chunks): wide GEMMs, while V and M stay near the cache.
-  const int threads = image_threads(p.batch, 2 * 36 * O * Cg * s.tiles);
-  const std::int64_t share = ceil_div(p.batch, threads), whole = whole_block_images<T>(s.tiles, 128);
+  const std::int64_t tiles = s.th * s.tw;  // V's and M's columns: the real tiles only
+  const int threads = image_threads(p.batch, 2 * 36 * O * Cg * tiles);
+  const std::int64_t share = ceil_div(p.batch, threads), whole = whole_block_images<T>(tiles, 128);
   const std::int64_t chunk = whole > 0 ? std::min(whole, share)
-                                       : ceil_div(share, ceil_div(share, std::max<std::int64_t>(128 / s.tiles, 1)));
-  const std::int64_t P = chunk * s.tiles;
+                                       : ceil_div(share, ceil_div(share, std::max<std::int64_t>(128 / tiles, 1)));
+  const std::int64_t P = chunk * tiles;
   Scratch<T> own(U ? 0 : 36 * O * Cg);
   if (!U) {
     winograd4_weights(w, O, Cg, own.get());
     U = own.get();
     u_ks = O * Cg;
   }
-  const std::int64_t work = std::max(16 * (s.th + 1) * s.row + 24 * s.tiles, 40 * P);  // inputs', outputs' work
+  const std::int64_t work = std::max(winograd4_inputs_work(s), 40 * P);  // inputs', outputs' work
   const std::int64_t per_thread = 36 * (C + O) * P + work;
   Scratch<T> scratch(threads * per_thread);
   over_images(threads, p.batch, [&](int t, std::int64_t b, std::int64_t e) {
@@ -234,9 +269,9 @@ void conv2d_winograd4(const Conv2dParams& p, const T* x, const T* w, const T* bi
     T* wk = M + 36 * O * P;
     for (std::int64_t n0 = b; n0 < e; n0 += chunk) {
       const std::int64_t images = std::min(chunk, e - n0);
-      const std::int64_t used = images * s.tiles;  // the last chunk may be short
+      const std::int64_t used = images * tiles;  // the last chunk may be short
       for (std::int64_t i = 0; i < images; ++i)
-        winograd4_inputs(p, s, x + (n0 + i) * C * p.in_h * p.in_w, V + i * s.tiles, C * P, P, wk);
+        winograd4_inputs(p, s, x + (n0 + i) * C * p.in_h * p.in_w, V + i * tiles, C * P, P, wk);
       winograd_gemms(36, U, u_ks, V, M, C, O, G, P, used);
       const std::int64_t plane = pool2 ? (p.out_h / 2) * (p.out_w / 2) : p.out_h * p.out_w;
       winograd4_outputs(p, s, images, M, O * P, P, bias, act, y + n0 * O * plane, wk, pool2);
