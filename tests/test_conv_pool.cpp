@@ -11,7 +11,7 @@
 
 #include "op_table.hpp"  // first: <frost/frost.hpp>, which the ops headers build on
 
-#include <frost/backend/cpu/conv.hpp>  // use_winograd: which path a shape takes
+#include <frost/backend/cpu/conv.hpp>  // use_winograd, use_direct_conv: which path a shape takes
 #include <frost/ops/conv.hpp>
 #include <frost/ops/pool.hpp>
 
@@ -399,6 +399,90 @@ TEST_CASE("conv/pool: the Winograd paths (3x3, stride 1, 16+ channels) and their
     CHECK(mismatch(xf.grad(), dx_want, 2e-4, 1e-4, "float input gradient").empty());
     CHECK(mismatch(wf.grad(), dw_want, 2e-4, 1e-4, "float weight gradient").empty());
   }
+}
+TEST_CASE("conv/pool: 3x3 convolutions of few channels (the direct kernel) match the naive loops") {
+  struct Case {
+    Shape x, w;
+    std::int64_t pad;
+    frost::UnaryOp act;
+    const char* what;
+  };
+  const Case cases[] = {
+      {{2, 3, 32, 32}, {64, 3, 3, 3}, 1, frost::UnaryOp::relu, "RGB 32x32, relu: whole blocks"},
+      {{3, 1, 9, 20}, {13, 1, 3, 3}, 1, frost::UnaryOp::copy, "13 filters (the last block overlaps), 20 columns"},
+      {{1, 5, 17, 37}, {9, 5, 3, 3}, 2, frost::UnaryOp::tanh, "padding 2, 39 columns, tanh"},
+      {{2, 2, 6, 10}, {8, 2, 3, 3}, 0, frost::UnaryOp::relu, "no padding, one vector of columns"},
+  };
+  std::mt19937_64 rng(29);
+  for (const auto& c : cases) {
+    INFO(c.what);
+    const Arr x{c.x, uniform(-2, 2)(c.x.numel(), rng)}, w{c.w, uniform(-1, 1)(c.w.numel(), rng)};
+    const Arr b{Shape{c.w[0]}, uniform(-1, 1)(c.w[0], rng)};
+    Arr want = conv2d_ref(x, w, &b, sym(1, c.pad));
+    for (auto& v : want.v) v = frost::fn::unary(c.act, v, 0.0, 0.0);
+    const frost::Conv2dParams p = frost::detail::conv_params(frost::detail::ConvGeom{1, 1, c.pad, c.pad, 1, 1, 1}, c.x,
+                                                             c.w, want.shape[2], want.shape[3]);
+    CHECK(frost::cpu::conv_detail::use_direct_conv<double>(p));
+    // Through the backend: the ops' conv2d fuses relu only, plans any activation.
+    auto run = [&]<class T>(T) {
+      auto cast = [](const std::vector<double>& v) { return std::vector<T>(v.begin(), v.end()); };
+      const auto xt = cast(x.v), wt = cast(w.v), bt = cast(b.v);
+      std::vector<T> y(static_cast<std::size_t>(want.shape.numel()));
+      frost::backend_for<T>(frost::Device::cpu())
+          .conv2d(p, frost::View<const T>(xt.data(), c.x), frost::View<const T>(wt.data(), c.w), bt.data(),
+                  frost::View<T>(y.data(), want.shape), c.act);
+      return frost::Tensor<T>::from(y, want.shape);
+    };
+    CHECK(mismatch(run(0.0), want, 1e-12, 1e-12, "double").empty());
+    CHECK(mismatch(run(0.0f), want, 1e-5, 1e-5, "float").empty());
+  }
+}
+TEST_CASE("conv/pool: a few-channel 3x3 convolution pools 2x2 in registers, as conv then max_pool2d") {
+  struct Case {
+    Shape x, w;
+    std::int64_t pad;
+    frost::UnaryOp act;
+    const char* what;
+  };
+  const Case cases[] = {
+      {{3, 3, 32, 32}, {64, 3, 3, 3}, 1, frost::UnaryOp::relu, "RGB 32x32, relu"},
+      {{2, 2, 23, 37}, {10, 2, 3, 3}, 0, frost::UnaryOp::tanh, "21x35 outputs (floor: 10x17), 10 filters, tanh before the max"},
+      {{1, 1, 18, 20}, {8, 1, 3, 3}, 2, frost::UnaryOp::copy, "padding 2"},
+  };
+  std::mt19937_64 rng(31);
+  auto& be = frost::backend_for<double>(frost::Device::cpu());
+  for (const auto& c : cases) {
+    INFO(c.what);
+    const auto x = TD::from(uniform(-2, 2)(c.x.numel(), rng), c.x), w = TD::from(uniform(-1, 1)(c.w.numel(), rng), c.w);
+    const auto b = TD::from(uniform(-1, 1)(c.w[0], rng), Shape{c.w[0]});
+    const std::int64_t oh = c.x[2] + 2 * c.pad - 2, ow = c.x[3] + 2 * c.pad - 2;
+    const frost::Conv2dParams p =
+        frost::detail::conv_params(frost::detail::ConvGeom{1, 1, c.pad, c.pad, 1, 1, 1}, c.x, c.w, oh, ow);
+    frost::Pool2dParams q;
+    q.batch = c.x[0], q.channels = c.w[0], q.in_h = oh, q.in_w = ow, q.out_h = oh / 2, q.out_w = ow / 2;
+    q.kernel_h = q.kernel_w = q.stride_h = q.stride_w = 2;
+    const Shape ys{c.x[0], c.w[0], oh, ow}, ps{c.x[0], c.w[0], oh / 2, ow / 2};
+    const frost::View<const double> xv(x.data(), x.shape()), wv(w.data(), w.shape());
+    auto conv = TD::zeros(ys), want = TD::zeros(ps), got = TD::zeros(ps);
+    be.conv2d(p, xv, wv, b.data(), frost::View<double>(conv.data(), ys), c.act);
+    be.max_pool2d(q, frost::View<const double>(conv.data(), ys), frost::View<double>(want.data(), ps),
+                  frost::View<std::int64_t>(nullptr, ps));
+    CHECK(be.conv2d_max_pool(p, q, xv, wv, b.data(), frost::View<double>(got.data(), ps), c.act));
+    CHECK(got.to_vector() == want.to_vector());  // the same sums, pooled: bit for bit
+    frost::Pool2dParams q3 = q;  // other pools are the caller's
+    q3.kernel_h = q3.kernel_w = 3;
+    CHECK_FALSE(be.conv2d_max_pool(p, q3, xv, wv, b.data(), frost::View<double>(got.data(), ps), c.act));
+  }
+  // A convolution the direct kernel does not take (16 channels in) is the caller's too.
+  const Shape xs{1, 16, 20, 20}, ws{8, 16, 3, 3}, ps{1, 8, 10, 10};
+  const auto x = TD::zeros(xs), w = TD::zeros(ws);
+  auto y = TD::zeros(ps);
+  const frost::Conv2dParams p = frost::detail::conv_params(frost::detail::ConvGeom{1, 1, 1, 1, 1, 1, 1}, xs, ws, 20, 20);
+  frost::Pool2dParams q;
+  q.batch = 1, q.channels = 8, q.in_h = q.in_w = 20, q.out_h = q.out_w = 10;
+  q.kernel_h = q.kernel_w = q.stride_h = q.stride_w = 2;
+  CHECK_FALSE(be.conv2d_max_pool(p, q, frost::View<const double>(x.data(), xs), frost::View<const double>(w.data(), ws),
+                                 nullptr, frost::View<double>(y.data(), ps), frost::UnaryOp::relu));
 }
 TEST_CASE("conv/pool: a prepared F(4x4) convolution pools 2x2 in its output pass, as conv then max_pool2d") {
   struct Case {

@@ -167,6 +167,14 @@ struct Backend {
     (void)p, (void)q, (void)x, (void)prepared, (void)bias, (void)y, (void)act;
     return false;
   }
+  /// conv2d, then max pooling q of its output, in one pass where the backend
+  /// can for these shapes: true when it ran, false (having done nothing)
+  /// when the caller should run the two.
+  virtual bool conv2d_max_pool(const Conv2dParams& p, const Pool2dParams& q, const View<const T>& x, const View<const T>& w,
+                               const T* bias, const View<T>& y, UnaryOp act) {
+    (void)p, (void)q, (void)x, (void)w, (void)bias, (void)y, (void)act;
+    return false;
+  }
   /// dx = the gradient of conv2d w.r.t. x given dy (x's extents from p);
   /// also conv_transpose2d's forward with dy as its input. Overwrites dx.
   virtual void conv2d_grad_input(const Conv2dParams& p, const View<const T>& dy, const View<const T>& w,

@@ -300,8 +300,9 @@ void run_conv_pool(Backend<T>& be, const Step& s, Bases b) {
       if (be.conv2d_prepared_max_pool(cp, pp, xs, ub, bias ? bias + o0 : nullptr, ym, static_cast<UnaryOp>(s.op))) return;
       be.conv2d_prepared(cp, xs, ub, bias ? bias + o0 : nullptr, View<T>(c, cs), static_cast<UnaryOp>(s.op));
     } else {
-      be.conv2d(cp, xs, View<const T>(w + o0 * per_filter, Shape{oc, cp.in_channels / cp.groups, cp.kernel_h, cp.kernel_w}),
-                bias ? bias + o0 : nullptr, View<T>(c, cs), static_cast<UnaryOp>(s.op));
+      const View<const T> wb(w + o0 * per_filter, Shape{oc, cp.in_channels / cp.groups, cp.kernel_h, cp.kernel_w});
+      if (be.conv2d_max_pool(cp, pp, xs, wb, bias ? bias + o0 : nullptr, ym, static_cast<UnaryOp>(s.op))) return;
+      be.conv2d(cp, xs, wb, bias ? bias + o0 : nullptr, View<T>(c, cs), static_cast<UnaryOp>(s.op));
     }
     be.max_pool2d(pp, View<const T>(c, cs), ym, View<std::int64_t>(nullptr, ys));
   };

@@ -3,7 +3,10 @@
 // 3x3 stride-1 convolutions with 16+ channels (forward, input and weight
 // gradients) take Winograd F(2x2, 3x3) instead, which needs 2.25x fewer
 // multiplications, and the forward pass and input gradient of large enough
-// planes F(4x4, 3x3) (conv_winograd4.hpp: 4x fewer).
+// planes F(4x4, 3x3) (conv_winograd4.hpp: 4x fewer). 3x3 stride-1
+// forward convolutions of 1-5 input channels (an RGB stem) run as direct
+// sums in registers (conv_direct.hpp), pooled there when a 2x2 max pool
+// follows in a frozen plan.
 // Batches are split across OpenMP threads (one single-threaded GEMM per
 // image); a batch too small to split leaves the threading to Eigen's GEMM.
 // 1x1 stride-1 unpadded convolutions read the input as the GEMM operand
@@ -20,6 +23,7 @@
 #include "../../core/functors.hpp"
 #include "../backend.hpp"
 #include "conv_common.hpp"
+#include "conv_direct.hpp"
 #include "conv_winograd4.hpp"
 #include "pool.hpp"
 #include "gemm.hpp"
@@ -496,6 +500,15 @@ void conv2d(const Conv2dParams& p, const View<const T>& xv, const View<const T>&
   const std::int64_t G = p.groups, Cg = p.in_channels / G, Og = p.out_channels / G;
   const std::int64_t HWi = p.in_h * p.in_w, HWo = p.out_h * p.out_w, Kg = Cg * p.kernel_h * p.kernel_w;
   if (p.batch == 0 || p.out_channels == 0 || HWo == 0) return;
+  if (use_direct_conv<T>(p)) {
+    const int threads = image_threads(p.batch, 2 * p.out_channels * Kg * HWo);
+    const std::int64_t work = direct_work(p);
+    Scratch<T> scratch(threads * work);
+    over_images(threads, p.batch, [&](int t, std::int64_t b, std::int64_t e) {
+      conv2d_direct(p, xv.data, wv.data, bias, yv.data, act, b, e, scratch.get() + t * work);
+    });
+    return;
+  }
   const bool direct = reads_input_directly(p);
   const std::int64_t col_size = direct ? 0 : p.in_channels * p.kernel_h * p.kernel_w * HWo;
   const int threads = image_threads(p.batch, 2 * p.out_channels * Kg * HWo);
@@ -548,6 +561,12 @@ void conv2d_prepare(const Conv2dParams& p, const View<const T>& wv, const View<T
 /// in_channels / groups]; its dim-0 stride may span more filters, as a
 /// block's view of a larger bank does).
 namespace conv_detail {
+/// True when q is a plain 2x2 stride-2 max pool (floor) of p's whole output.
+inline bool pools_2x2(const Conv2dParams& p, const Pool2dParams& q) {
+  return pool_detail::is_plain_2x2(q) && q.in_h == p.out_h && q.in_w == p.out_w && q.out_h == p.out_h / 2 &&
+         q.out_w == p.out_w / 2 && q.batch == p.batch && q.channels == p.out_channels;
+}
+
 template <class T>
 void check_prepared(const char* op, const Conv2dParams& p, const View<const T>& uv) {
   FROST_CHECK(p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
@@ -586,9 +605,7 @@ bool conv2d_prepared_max_pool(const Conv2dParams& p, const Pool2dParams& q, cons
                               const View<const T>& uv, const T* bias, const View<T>& yv, UnaryOp act) {
   using namespace conv_detail;
   check_prepared("conv2d_prepared_max_pool", p, uv);
-  if (uv.shape[0] != 36 || !pool_detail::is_plain_2x2(q) || q.in_h != p.out_h || q.in_w != p.out_w || q.out_h != p.out_h / 2 ||
-      q.out_w != p.out_w / 2 || q.batch != p.batch || q.channels != p.out_channels)
-    return false;
+  if (uv.shape[0] != 36 || !pools_2x2(p, q)) return false;
   if (p.batch == 0 || p.out_channels == 0) return true;
   const std::int64_t Cg = p.in_channels / p.groups, phw = q.out_h * q.out_w;
   if (!split_channels(p, [&](const Conv2dParams& h, std::int64_t o0) {
@@ -596,6 +613,24 @@ bool conv2d_prepared_max_pool(const Conv2dParams& p, const Pool2dParams& q, cons
                          uv.data + o0 * Cg, uv.strides[0], true);
       }))
     conv2d_winograd4(p, xv.data, static_cast<const T*>(nullptr), bias, yv.data, act, uv.data, uv.strides[0], true);
+  return true;
+}
+
+/// conv2d, then max pooling q of its output, in one pass for the few-channel
+/// 3x3 convolutions of conv_direct.hpp pooled 2x2 with stride 2 (each
+/// window's four sums are in registers together). False, having done
+/// nothing, for other shapes (the caller runs the two).
+template <class T>
+bool conv2d_max_pool(const Conv2dParams& p, const Pool2dParams& q, const View<const T>& xv, const View<const T>& wv,
+                     const T* bias, const View<T>& yv, UnaryOp act) {
+  using namespace conv_detail;
+  if (!use_direct_pool<T>(p) || !pools_2x2(p, q)) return false;
+  const int threads = image_threads(p.batch, 2 * p.out_channels * p.in_channels * 9 * p.out_h * p.out_w);
+  const std::int64_t work = direct_work(p);
+  Scratch<T> scratch(threads * work);
+  over_images(threads, p.batch, [&](int t, std::int64_t b, std::int64_t e) {
+    conv2d_direct_max_pool(p, xv.data, wv.data, bias, yv.data, act, b, e, scratch.get() + t * work);
+  });
   return true;
 }
 

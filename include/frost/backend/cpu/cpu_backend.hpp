@@ -130,6 +130,11 @@ struct CpuBackend final : Backend<T> {
     if constexpr (FloatScalar<T>) return cpu::conv2d_prepared_max_pool(p, q, x, prepared, bias, y, act);
     else return false;
   }
+  bool conv2d_max_pool(const Conv2dParams& p, const Pool2dParams& q, const View<const T>& x, const View<const T>& w,
+                       const T* bias, const View<T>& y, UnaryOp act) override {
+    if constexpr (FloatScalar<T>) return cpu::conv2d_max_pool(p, q, x, w, bias, y, act);
+    else return false;
+  }
   void conv2d_grad_input(const Conv2dParams& p, const View<const T>& dy, const View<const T>& w,
                          const View<T>& dx) override {
     if constexpr (FloatScalar<T>) cpu::conv2d_grad_input(p, dy, w, dx);
