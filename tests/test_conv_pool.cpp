@@ -400,18 +400,27 @@ TEST_CASE("conv/pool: the Winograd paths (3x3, stride 1, 16+ channels) and their
     CHECK(mismatch(wf.grad(), dw_want, 2e-4, 1e-4, "float weight gradient").empty());
   }
 }
+/// A 3x3 stride-1 convolution with an activation, for the fused paths' tests.
+struct ActConvCase {
+  Shape x, w;
+  std::int64_t pad, groups;
+  frost::UnaryOp act;
+  const char* what;
+};
+/// A plain 2x2 stride-2 max pool (floor) of a conv output of shape y.
+frost::Pool2dParams pool_2x2(const Shape& y) {
+  frost::Pool2dParams q;
+  q.batch = y[0], q.channels = y[1], q.in_h = y[2], q.in_w = y[3], q.out_h = y[2] / 2, q.out_w = y[3] / 2;
+  q.kernel_h = q.kernel_w = q.stride_h = q.stride_w = 2;
+  return q;
+}
+
 TEST_CASE("conv/pool: 3x3 convolutions of few channels (the direct kernel) match the naive loops") {
-  struct Case {
-    Shape x, w;
-    std::int64_t pad;
-    frost::UnaryOp act;
-    const char* what;
-  };
-  const Case cases[] = {
-      {{2, 3, 32, 32}, {64, 3, 3, 3}, 1, frost::UnaryOp::relu, "RGB 32x32, relu: whole blocks"},
-      {{3, 1, 9, 20}, {13, 1, 3, 3}, 1, frost::UnaryOp::copy, "13 filters (the last block overlaps), 20 columns"},
-      {{1, 5, 17, 37}, {9, 5, 3, 3}, 2, frost::UnaryOp::tanh, "padding 2, 39 columns, tanh"},
-      {{2, 2, 6, 10}, {8, 2, 3, 3}, 0, frost::UnaryOp::relu, "no padding, one vector of columns"},
+  const ActConvCase cases[] = {
+      {{2, 3, 32, 32}, {64, 3, 3, 3}, 1, 1, frost::UnaryOp::relu, "RGB 32x32, relu: whole blocks"},
+      {{3, 1, 9, 20}, {13, 1, 3, 3}, 1, 1, frost::UnaryOp::copy, "13 filters (the last block overlaps), 20 columns"},
+      {{1, 5, 17, 37}, {9, 5, 3, 3}, 2, 1, frost::UnaryOp::tanh, "padding 2, 39 columns, tanh"},
+      {{2, 2, 6, 10}, {8, 2, 3, 3}, 0, 1, frost::UnaryOp::relu, "no padding, one vector of columns"},
   };
   std::mt19937_64 rng(29);
   for (const auto& c : cases) {
@@ -437,61 +446,60 @@ TEST_CASE("conv/pool: 3x3 convolutions of few channels (the direct kernel) match
     CHECK(mismatch(run(0.0f), want, 1e-5, 1e-5, "float").empty());
   }
 }
+/// A fused conv + 2x2 max pool equals the conv then max_pool2d bit for bit
+/// (the same sums, pooled), and leaves other pools (3x3, padded) to the
+/// caller. conv and fused take (p, [q,] x, w, bias, y, act).
+template <class Conv, class Fused>
+void check_fused_pool(const ActConvCase& c, std::mt19937_64& rng, Conv&& conv, Fused&& fused) {
+  INFO(c.what);
+  auto& be = frost::backend_for<double>(frost::Device::cpu());
+  const auto x = TD::from(uniform(-2, 2)(c.x.numel(), rng), c.x), w = TD::from(uniform(-1, 1)(c.w.numel(), rng), c.w);
+  const auto b = TD::from(uniform(-1, 1)(c.w[0], rng), Shape{c.w[0]});
+  const std::int64_t oh = c.x[2] + 2 * c.pad - 2, ow = c.x[3] + 2 * c.pad - 2;
+  const frost::Conv2dParams p =
+      frost::detail::conv_params(frost::detail::ConvGeom{1, 1, c.pad, c.pad, 1, 1, c.groups}, c.x, c.w, oh, ow);
+  const Shape ys{c.x[0], c.w[0], oh, ow}, ps{c.x[0], c.w[0], oh / 2, ow / 2};
+  const frost::Pool2dParams q = pool_2x2(ys);
+  const frost::View<const double> xv(x.data(), x.shape()), wv(w.data(), w.shape());
+  auto y = TD::zeros(ys), want = TD::zeros(ps), got = TD::zeros(ps);
+  conv(p, xv, wv, b.data(), frost::View<double>(y.data(), ys), c.act);
+  be.max_pool2d(q, frost::View<const double>(y.data(), ys), frost::View<double>(want.data(), ps),
+                frost::View<std::int64_t>(nullptr, ps));
+  CHECK(fused(p, q, xv, wv, b.data(), frost::View<double>(got.data(), ps), c.act));
+  CHECK(got.to_vector() == want.to_vector());
+  frost::Pool2dParams q3 = q, qp = q;
+  q3.kernel_h = q3.kernel_w = 3;
+  qp.pad_h = 1;
+  CHECK_FALSE(fused(p, q3, xv, wv, b.data(), frost::View<double>(got.data(), ps), c.act));
+  CHECK_FALSE(fused(p, qp, xv, wv, b.data(), frost::View<double>(got.data(), ps), c.act));
+}
+
 TEST_CASE("conv/pool: a few-channel 3x3 convolution pools 2x2 in registers, as conv then max_pool2d") {
-  struct Case {
-    Shape x, w;
-    std::int64_t pad;
-    frost::UnaryOp act;
-    const char* what;
-  };
-  const Case cases[] = {
-      {{3, 3, 32, 32}, {64, 3, 3, 3}, 1, frost::UnaryOp::relu, "RGB 32x32, relu"},
-      {{2, 2, 23, 37}, {10, 2, 3, 3}, 0, frost::UnaryOp::tanh, "21x35 outputs (floor: 10x17), 10 filters, tanh before the max"},
-      {{1, 1, 18, 20}, {8, 1, 3, 3}, 2, frost::UnaryOp::copy, "padding 2"},
+  const ActConvCase cases[] = {
+      {{3, 3, 32, 32}, {64, 3, 3, 3}, 1, 1, frost::UnaryOp::relu, "RGB 32x32, relu"},
+      {{2, 2, 23, 37}, {10, 2, 3, 3}, 0, 1, frost::UnaryOp::tanh, "21x35 outputs (floor: 10x17), 10 filters, tanh before the max"},
+      {{1, 1, 18, 20}, {8, 1, 3, 3}, 2, 1, frost::UnaryOp::copy, "padding 2"},
+      {{1, 16, 20, 20}, {8, 16, 3, 3}, 1, 1, frost::UnaryOp::relu, "16 channels in: not the direct kernel's, so the caller's"},
   };
   std::mt19937_64 rng(31);
   auto& be = frost::backend_for<double>(frost::Device::cpu());
+  auto conv = [&](auto&&... a) { be.conv2d(a...); };
   for (const auto& c : cases) {
-    INFO(c.what);
-    const auto x = TD::from(uniform(-2, 2)(c.x.numel(), rng), c.x), w = TD::from(uniform(-1, 1)(c.w.numel(), rng), c.w);
-    const auto b = TD::from(uniform(-1, 1)(c.w[0], rng), Shape{c.w[0]});
-    const std::int64_t oh = c.x[2] + 2 * c.pad - 2, ow = c.x[3] + 2 * c.pad - 2;
-    const frost::Conv2dParams p =
-        frost::detail::conv_params(frost::detail::ConvGeom{1, 1, c.pad, c.pad, 1, 1, 1}, c.x, c.w, oh, ow);
-    frost::Pool2dParams q;
-    q.batch = c.x[0], q.channels = c.w[0], q.in_h = oh, q.in_w = ow, q.out_h = oh / 2, q.out_w = ow / 2;
-    q.kernel_h = q.kernel_w = q.stride_h = q.stride_w = 2;
-    const Shape ys{c.x[0], c.w[0], oh, ow}, ps{c.x[0], c.w[0], oh / 2, ow / 2};
-    const frost::View<const double> xv(x.data(), x.shape()), wv(w.data(), w.shape());
-    auto conv = TD::zeros(ys), want = TD::zeros(ps), got = TD::zeros(ps);
-    be.conv2d(p, xv, wv, b.data(), frost::View<double>(conv.data(), ys), c.act);
-    be.max_pool2d(q, frost::View<const double>(conv.data(), ys), frost::View<double>(want.data(), ps),
-                  frost::View<std::int64_t>(nullptr, ps));
-    CHECK(be.conv2d_max_pool(p, q, xv, wv, b.data(), frost::View<double>(got.data(), ps), c.act));
-    CHECK(got.to_vector() == want.to_vector());  // the same sums, pooled: bit for bit
-    frost::Pool2dParams q3 = q;  // other pools are the caller's
-    q3.kernel_h = q3.kernel_w = 3;
-    CHECK_FALSE(be.conv2d_max_pool(p, q3, xv, wv, b.data(), frost::View<double>(got.data(), ps), c.act));
+    if (c.x[1] > 5) {
+      const frost::Conv2dParams p =
+          frost::detail::conv_params(frost::detail::ConvGeom{1, 1, 1, 1, 1, 1, 1}, c.x, c.w, c.x[2], c.x[3]);
+      const auto x = TD::zeros(c.x), w = TD::zeros(c.w);
+      auto y = TD::zeros({c.x[0], c.w[0], c.x[2] / 2, c.x[3] / 2});
+      CHECK_FALSE(be.conv2d_max_pool(p, pool_2x2({c.x[0], c.w[0], c.x[2], c.x[3]}), frost::View<const double>(x.data(), c.x),
+                                     frost::View<const double>(w.data(), c.w), nullptr,
+                                     frost::View<double>(y.data(), y.shape()), c.act));
+      continue;
+    }
+    check_fused_pool(c, rng, conv, [&](auto&&... a) { return be.conv2d_max_pool(a...); });
   }
-  // A convolution the direct kernel does not take (16 channels in) is the caller's too.
-  const Shape xs{1, 16, 20, 20}, ws{8, 16, 3, 3}, ps{1, 8, 10, 10};
-  const auto x = TD::zeros(xs), w = TD::zeros(ws);
-  auto y = TD::zeros(ps);
-  const frost::Conv2dParams p = frost::detail::conv_params(frost::detail::ConvGeom{1, 1, 1, 1, 1, 1, 1}, xs, ws, 20, 20);
-  frost::Pool2dParams q;
-  q.batch = 1, q.channels = 8, q.in_h = q.in_w = 20, q.out_h = q.out_w = 10;
-  q.kernel_h = q.kernel_w = q.stride_h = q.stride_w = 2;
-  CHECK_FALSE(be.conv2d_max_pool(p, q, frost::View<const double>(x.data(), xs), frost::View<const double>(w.data(), ws),
-                                 nullptr, frost::View<double>(y.data(), ps), frost::UnaryOp::relu));
 }
 TEST_CASE("conv/pool: a prepared F(4x4) convolution pools 2x2 in its output pass, as conv then max_pool2d") {
-  struct Case {
-    Shape x, w;
-    std::int64_t pad, groups;
-    frost::UnaryOp act;
-    const char* what;
-  };
-  const Case cases[] = {
+  const ActConvCase cases[] = {
       {{3, 16, 16, 16}, {24, 16, 3, 3}, 1, 1, frost::UnaryOp::relu, "16x16 outputs, relu"},
       {{2, 16, 13, 11}, {20, 16, 3, 3}, 0, 1, frost::UnaryOp::tanh, "11x9 outputs (floor: 5x4), tanh before the max"},
       {{3, 32, 10, 12}, {34, 16, 3, 3}, 2, 2, frost::UnaryOp::copy, "groups, padding 2"},
@@ -499,34 +507,21 @@ TEST_CASE("conv/pool: a prepared F(4x4) convolution pools 2x2 in its output pass
   };
   std::mt19937_64 rng(23);
   auto& be = frost::backend_for<double>(frost::Device::cpu());
-  for (const auto& c : cases) {
-    INFO(c.what);
-    const auto x = TD::from(uniform(-2, 2)(c.x.numel(), rng), c.x), w = TD::from(uniform(-1, 1)(c.w.numel(), rng), c.w);
-    const auto b = TD::from(uniform(-1, 1)(c.w[0], rng), Shape{c.w[0]});
-    const std::int64_t oh = c.x[2] + 2 * c.pad - 2, ow = c.x[3] + 2 * c.pad - 2;
-    const frost::Conv2dParams p = frost::detail::conv_params(
-        frost::detail::ConvGeom{1, 1, c.pad, c.pad, 1, 1, c.groups}, c.x, c.w, oh, ow);
-    frost::Pool2dParams q;
-    q.batch = c.x[0], q.channels = c.w[0], q.in_h = oh, q.in_w = ow, q.out_h = oh / 2, q.out_w = ow / 2;
-    q.kernel_h = q.kernel_w = q.stride_h = q.stride_w = 2;
-    const Shape ys{c.x[0], c.w[0], oh, ow}, ps{c.x[0], c.w[0], oh / 2, ow / 2};
-    auto u = TD::zeros({36, c.w[0], c.w[1]});  // F(4x4)'s bank, whichever variant the shape would pick
-    be.conv2d_prepare(p, frost::View<const double>(w.data(), w.shape()), frost::View<double>(u.data(), u.shape()));
-    const frost::View<const double> xv(x.data(), x.shape()), uv(u.data(), u.shape());
-    auto conv = TD::zeros(ys), want = TD::zeros(ps), got = TD::zeros(ps);
-    be.conv2d_prepared(p, xv, uv, b.data(), frost::View<double>(conv.data(), ys), c.act);
-    be.max_pool2d(q, frost::View<const double>(conv.data(), ys), frost::View<double>(want.data(), ps),
-                  frost::View<std::int64_t>(nullptr, ps));
-    CHECK(be.conv2d_prepared_max_pool(p, q, xv, uv, b.data(), frost::View<double>(got.data(), ps), c.act));
-    CHECK(got.to_vector() == want.to_vector());  // the same sums, pooled: bit for bit
-    // Other pools are the caller's: a 3x3 window, and a 2x2 one with padding.
-    frost::Pool2dParams q3 = q;
-    q3.kernel_h = q3.kernel_w = 3;
-    CHECK_FALSE(be.conv2d_prepared_max_pool(p, q3, xv, uv, b.data(), frost::View<double>(got.data(), ps), c.act));
-    frost::Pool2dParams qp = q;
-    qp.pad_h = 1;
-    CHECK_FALSE(be.conv2d_prepared_max_pool(p, qp, xv, uv, b.data(), frost::View<double>(got.data(), ps), c.act));
-  }
+  // F(4x4)'s bank of w, whichever variant the shape would pick.
+  auto bank = [&](const frost::Conv2dParams& p, const frost::View<const double>& wv) {
+    auto u = TD::zeros({36, wv.shape[0], wv.shape[1]});
+    be.conv2d_prepare(p, wv, frost::View<double>(u.data(), u.shape()));
+    return u;
+  };
+  auto view = [](const TD& u) { return frost::View<const double>(u.data(), u.shape()); };
+  for (const auto& c : cases)
+    check_fused_pool(
+        c, rng,
+        [&](const frost::Conv2dParams& p, const auto& xv, const auto& wv, const double* b, const auto& yv, frost::UnaryOp act) {
+          be.conv2d_prepared(p, xv, view(bank(p, wv)), b, yv, act);
+        },
+        [&](const frost::Conv2dParams& p, const frost::Pool2dParams& q, const auto& xv, const auto& wv, const double* b,
+            const auto& yv, frost::UnaryOp act) { return be.conv2d_prepared_max_pool(p, q, xv, view(bank(p, wv)), b, yv, act); });
 }
 
 TEST_CASE("conv/pool table: forward in float matches the naive loops") { check_forward_float(conv_pool_rows()); }
