@@ -13,25 +13,14 @@
 
 #include "../../core/functors.hpp"
 #include "conv_common.hpp"
+#include "vec.hpp"
 
 namespace frost::cpu::conv_detail {
 
-/// Keeps v in a register: without this GCC folds each load of an input
-/// vector into every multiply-add that uses it (4 to 8 of them), and the
-/// kernel becomes bound by loads instead of multiply-adds.
-template <class Vec>
-inline void in_register(Vec& v) {
-#if defined(__GNUC__) && defined(__AVX512F__)  // one 64-byte register
-  asm("" : "+v"(v));
-#else
-  (void)v;
-#endif
-}
-
 template <class T>
 struct DirectConv {
-  typedef T Vec __attribute__((vector_size(64)));  // one register, whatever T's width
-  static constexpr std::int64_t kLanes = 64 / sizeof(T);
+  using Vec = Vec64<T>;
+  static constexpr std::int64_t kLanes = kVecLanes<T>;
   static constexpr std::int64_t kFilters = 8;    // filters a block (the last block overlaps the one before)
   static constexpr std::int64_t kMaxDepth = 48;  // channels x 9 taps: above this the im2col GEMM is efficient
 };
@@ -81,7 +70,7 @@ void block(const T* xp, std::int64_t C, std::int64_t ph, std::int64_t pw, const 
       for (int j = 0; j < 3; ++j) {
         Vec in[CB];
         for (int b = 0; b < CB; ++b) {
-          std::memcpy(&in[b], row + j + b * V, sizeof(Vec));
+          in[b] = load_vec(row + j + b * V);
           in_register(in[b]);
         }
         const T* wt = w + (o0 * C + c) * 9 + i * 3 + j;  // filter o0's tap; the next filter's is C * 9 on
@@ -97,7 +86,7 @@ void block(const T* xp, std::int64_t C, std::int64_t ph, std::int64_t pw, const 
     for (int b = 0; b < CB; ++b) {
       Vec v = acc[f][b] + bo;
       if (act == UnaryOp::relu) v = v > Vec{} ? v : Vec{};  // NaN -> 0, as fn::unary's relu
-      std::memcpy(yr + b * V, &v, sizeof(Vec));
+      store_vec(yr + b * V, v);
     }
     if (act != UnaryOp::copy && act != UnaryOp::relu)
       for (std::int64_t k = 0; k < CB * V; ++k) yr[k] = fn::unary(act, yr[k], T(0), T(0));
@@ -113,7 +102,6 @@ void block_pool(const T* xp, std::int64_t C, std::int64_t ph, std::int64_t pw, c
                 std::int64_t o0, std::int64_t py, std::int64_t px, std::int64_t PH, std::int64_t PW, T* y) {
   using D = DirectConv<T>;
   using Vec = typename D::Vec;
-  using Mask = decltype(Vec{} < Vec{});  // the integer vector of T's width
   constexpr std::int64_t F = 4, V = D::kLanes;
   Vec acc[F][2][2];  // [filter][row][column vector]
   for (int f = 0; f < F; ++f)
@@ -127,7 +115,7 @@ void block_pool(const T* xp, std::int64_t C, std::int64_t ph, std::int64_t pw, c
         Vec in[2][2];
         for (int r = 0; r < 2; ++r)
           for (int b = 0; b < 2; ++b) {
-            std::memcpy(&in[r][b], row + r * pw + j + b * V, sizeof(Vec));
+            in[r][b] = load_vec(row + r * pw + j + b * V);
             in_register(in[r][b]);
           }
         const T* wt = w + (o0 * C + c) * 9 + i * 3 + j;
@@ -138,9 +126,7 @@ void block_pool(const T* xp, std::int64_t C, std::int64_t ph, std::int64_t pw, c
         }
       }
     }
-  Mask even, odd;  // lanes 2k and 2k + 1 of the pair of vectors (columns 2 px + 2k, + 1)
-  for (std::int64_t k = 0; k < V; ++k) even[k] = 2 * k, odd[k] = 2 * k + 1;
-  auto mx = [](Vec l, Vec r) { return (l > r) | (l != l) ? l : r; };
+  auto mx = [](Vec l, Vec r) { return ((l > r) | (l != l)) ? l : r; };
   for (int f = 0; f < F; ++f) {
     const T bo = bias ? bias[o0 + f] : T(0);
     Vec v[2][2];
@@ -152,8 +138,8 @@ void block_pool(const T* xp, std::int64_t C, std::int64_t ph, std::int64_t pw, c
           for (std::int64_t k = 0; k < V; ++k) v[r][b][k] = fn::unary(act, v[r][b][k], T(0), T(0));
       }
     const Vec c0 = mx(v[0][0], v[1][0]), c1 = mx(v[0][1], v[1][1]);  // the rows' max, column by column
-    const Vec out = mx(__builtin_shuffle(c0, c1, even), __builtin_shuffle(c0, c1, odd));
-    std::memcpy(y + ((o0 + f) * PH + py) * PW + px, &out, sizeof(Vec));
+    const Vec out = mx(even_lanes<T>(c0, c1), odd_lanes<T>(c0, c1));  // columns 2 px + 2k and 2k + 1
+    store_vec(y + ((o0 + f) * PH + py) * PW + px, out);
   }
 }
 }  // namespace direct_detail

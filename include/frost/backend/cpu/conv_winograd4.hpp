@@ -24,6 +24,7 @@
 #include "../../core/functors.hpp"
 #include "conv_common.hpp"
 #include "gemm.hpp"
+#include "gemm_direct.hpp"
 
 namespace frost::cpu::conv_detail {
 
@@ -237,6 +238,23 @@ void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64
   }
 }
 
+/// M[k] = U[k] V[k] for the 36 positions and each group, as winograd_gemms,
+/// by gemm_direct where the groups have 8+ filters: V's columns past `used`
+/// (up to whole vectors, within P) are zeroed first, as gemm_direct reads
+/// them.
+template <class T>
+void winograd4_gemms(const T* U, std::int64_t u_ks, T* V, T* M, std::int64_t C, std::int64_t O, std::int64_t G,
+                     std::int64_t P, std::int64_t used) {
+  const std::int64_t Cg = C / G, Og = O / G;
+  if (!gemm_direct_fits(Og)) return winograd_gemms(36, U, u_ks, V, M, C, O, G, P, used);
+  const std::int64_t padded = std::min(P, (used + kVecLanes<T> - 1) / kVecLanes<T> * kVecLanes<T>);
+  if (padded > used)
+    for (std::int64_t r = 0; r < 36 * C; ++r) std::fill(V + r * P + used, V + r * P + padded, T(0));
+  for (int k = 0; k < 36; ++k)
+    for (std::int64_t g = 0; g < G; ++g)
+      gemm_direct(Og, Cg, used, U + k * u_ks + g * Og * Cg, Cg, V + (k * C + g * Cg) * P, P, M + (k * O + g * Og) * P, P);
+}
+
 /// The forward convolution (use_winograd and use_winograd4 hold); `U`
 /// (k-stride u_ks), when given, is w already transformed by winograd4_weights.
 /// With `pool2`, y is its output max-pooled 2x2 with stride 2 (winograd4_outputs).
@@ -253,7 +271,7 @@ void conv2d_winograd4(const Conv2dParams& p, const T* x, const T* w, const T* bi
   const std::int64_t share = ceil_div(p.batch, threads), whole = whole_block_images<T>(tiles, 128);
   const std::int64_t chunk = whole > 0 ? std::min(whole, share)
                                        : ceil_div(share, ceil_div(share, std::max<std::int64_t>(128 / tiles, 1)));
-  const std::int64_t P = chunk * tiles;
+  const std::int64_t P = (chunk * tiles + kVecLanes<T> - 1) / kVecLanes<T> * kVecLanes<T>;  // gemm_direct's whole vectors
   Scratch<T> own(U ? 0 : 36 * O * Cg);
   if (!U) {
     winograd4_weights(w, O, Cg, own.get());
@@ -272,7 +290,7 @@ void conv2d_winograd4(const Conv2dParams& p, const T* x, const T* w, const T* bi
       const std::int64_t used = images * tiles;  // the last chunk may be short
       for (std::int64_t i = 0; i < images; ++i)
         winograd4_inputs(p, s, x + (n0 + i) * C * p.in_h * p.in_w, V + i * tiles, C * P, P, wk);
-      winograd_gemms(36, U, u_ks, V, M, C, O, G, P, used);
+      winograd4_gemms(U, u_ks, V, M, C, O, G, P, used);
       const std::int64_t plane = pool2 ? (p.out_h / 2) * (p.out_w / 2) : p.out_h * p.out_w;
       winograd4_outputs(p, s, images, M, O * P, P, bias, act, y + n0 * O * plane, wk, pool2);
     }
