@@ -507,8 +507,9 @@ TEST_CASE("conv/pool: a prepared F(4x4) convolution pools 2x2 in its output pass
   };
   std::mt19937_64 rng(23);
   auto& be = frost::backend_for<double>(frost::Device::cpu());
-  // F(4x4)'s bank of w, whichever variant the shape would pick.
+  // F(4x4)'s bank of w: what a plan prepares for 8x8+ outputs, one image too.
   auto bank = [&](const frost::Conv2dParams& p, const frost::View<const double>& wv) {
+    CHECK(be.conv2d_prepared_shape(p) == Shape{36, wv.shape[0], wv.shape[1]});
     auto u = TD::zeros({36, wv.shape[0], wv.shape[1]});
     be.conv2d_prepare(p, wv, frost::View<double>(u.data(), u.shape()));
     return u;

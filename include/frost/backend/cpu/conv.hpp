@@ -541,7 +541,11 @@ void conv2d(const Conv2dParams& p, const View<const T>& xv, const View<const T>&
 inline Shape conv2d_prepared_shape(const Conv2dParams& p) {
   const int v = conv_detail::winograd_variant(p);
   if (!v) return {};
-  return {v == 4 ? 36 : 16, p.out_channels, p.in_channels / p.groups};
+  // Prepared once, F(4x4)'s larger bank costs nothing per call: planes of
+  // 8x8+ outputs take it at any batch (one 16x16 image's GEMMs, a vector
+  // of 16 tiles wide, suit gemm_direct).
+  const bool f4 = v == 4 || (p.out_h >= 8 && p.out_w >= 8);
+  return {f4 ? 36 : 16, p.out_channels, p.in_channels / p.groups};
 }
 
 /// u = w in the form u.shape names (conv2d_prepared_shape's).
