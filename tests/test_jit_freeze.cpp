@@ -234,7 +234,7 @@ TEST_CASE("freeze pass: Winograd filters are transformed once, at freeze") {
   CHECK(close(saved_and_loaded(plan).run(x), plan.run(x), 0));
 }
 
-TEST_CASE("freeze pass: linear weights go into the kernels' panels once (GEMM: 16+ rows, matrix-vector: 1-8)") {
+TEST_CASE("freeze pass: linear weights go into the kernels' panels once (GEMM: 9+ rows, matrix-vector: 1-8)") {
   manual_seed(24);
   auto m = guide::make_mlp();
   m->eval();
@@ -266,7 +266,7 @@ TEST_CASE("freeze pass: linear weights go into the kernels' panels once (GEMM: 1
   CHECK((plan.run(xd) - eager).abs().max().item() < 1e-12);
 }
 
-TEST_CASE("backend: matrix-vector panels give any part of a product of 1-8 rows") {
+TEST_CASE("backend: linear panels give any part of a product of 1-8 rows, whole products of more") {
   // y[:, n0:n1] = x[:, k0:k1] W[n0:n1, k0:k1]^T from the panels, in double,
   // against the sums written out; n = 75 leaves a short last panel.
   auto& be = backend_for<double>(Device::cpu());
@@ -303,9 +303,28 @@ TEST_CASE("backend: matrix-vector panels give any part of a product of 1-8 rows"
     CHECK_THROWS_WITH_AS(be.gemm_prepared(m, n, k, x.data(), k + 3, panels.data(), y.data(), n, 8, 75, 0, k),
                          doctest::Contains("not a part of the matrix-vector panels"), Error);
   }
-  // 9-15 rows have no prepared form; 16 take the GEMM panels, whole products only.
-  CHECK(be.gemm_prepared_size(12, n, k) == 0);
-  CHECK(be.gemm_prepared_part(16) == 0);
+  // More rows take the same panels as a GEMM (blocks of 8, 4, 2, 1 rows; 3
+  // panels, then single ones), whole products only.
+  for (std::int64_t m : {9, 12, 16, 33}) {
+    INFO(m << " rows");
+    CHECK(be.gemm_prepared_part(m) == 0);
+    std::vector<double> panels(static_cast<std::size_t>(be.gemm_prepared_size(m, n, k)));
+    CHECK(panels.size() == 80 * 37);
+    be.gemm_prepare(m, w.data(), n, k, panels.data());
+    const auto x = Tensor<double>::randn({m, k + 3});
+    std::vector<double> y(static_cast<std::size_t>(m * n), -1.0);
+    be.gemm_prepared(m, n, k, x.data(), k + 3, panels.data(), y.data(), n, 0, n, 0, k);
+    double worst = 0;
+    for (std::int64_t r = 0; r < m; ++r)
+      for (std::int64_t o = 0; o < n; ++o) {
+        double want = 0;
+        for (std::int64_t i = 0; i < k; ++i) want += x.data()[r * (k + 3) + i] * w.data()[o * k + i];
+        worst = std::max(worst, std::abs(y[static_cast<std::size_t>(r * n + o)] - want));
+      }
+    CHECK(worst < 1e-13);
+    CHECK_THROWS_WITH_AS(be.gemm_prepared(m, n, k, x.data(), k + 3, panels.data(), y.data(), n, 16, 75, 0, k),
+                         doctest::Contains("whole products only"), Error);
+  }
 }
 
 namespace {

@@ -96,7 +96,7 @@ struct Backend {
   /// y [m, n] (row stride ldy) = x [m, k] (row stride ldx) W^T with the
   /// weights W [n, k] in a form of the backend's own, made once for
   /// products of m rows (a frozen plan's constant linear weights; the CPU's:
-  /// matrix-vector panels up to 8 rows, its GEMM kernel's panels from 16):
+  /// panels of W^T, for matrix-vector products up to 8 rows, a GEMM above):
   /// that form's element count (0: none), making it, and the product.
   /// gemm_prepared_part says whether that form also takes parts of the
   /// product: y[:, n0:n1] = x[:, k0:k1] W[n0:n1, k0:k1]^T (y and x still at

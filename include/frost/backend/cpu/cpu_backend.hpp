@@ -16,7 +16,6 @@
 #include "elementwise.hpp"
 #include "fused.hpp"
 #include "gemm.hpp"
-#include "gemm_packed.hpp"
 #include "gemv_panels.hpp"
 #include "index.hpp"
 #include "pool.hpp"
@@ -61,23 +60,17 @@ struct CpuBackend final : Backend<T> {
     if constexpr (FloatScalar<T>) cpu::gemm(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
     else math_unsupported("gemm");
   }
-  // A few rows: matrix-vector panels (bound by reading W; parts split over
-  // threads); 16+: the GEMM kernel's panels; between, no prepared form.
+  // W^T in panels of 16 outputs (gemv_panels.hpp), for any number of rows:
+  // up to 8, matrix-vector products (bound by reading W; parts split over
+  // threads); more, a GEMM with its sums in registers.
   std::int64_t gemm_prepared_size(std::int64_t m, std::int64_t n, std::int64_t k) override {
-    if constexpr (FloatScalar<T>) {
-      if (m >= 1 && m <= cpu::kGemvRows) return cpu::gemv_panels_size<T>(n, k);
-      return m >= 16 ? cpu::gemm_packed_size<T>(n, k) : 0;
-    } else {
-      return 0;
-    }
+    if constexpr (FloatScalar<T>) return m >= 1 ? cpu::gemv_panels_size<T>(n, k) : 0;
+    else return 0;
   }
   void gemm_prepare(std::int64_t m, const T* w, std::int64_t n, std::int64_t k, T* prepared) override {
-    if constexpr (FloatScalar<T>) {
-      if (m <= cpu::kGemvRows) cpu::gemv_pack(w, n, k, prepared);
-      else cpu::gemm_pack(w, n, k, prepared);
-    } else {
-      math_unsupported("gemm_prepare");
-    }
+    (void)m;
+    if constexpr (FloatScalar<T>) cpu::gemv_pack(w, n, k, prepared);
+    else math_unsupported("gemm_prepare");
   }
   std::int64_t gemm_prepared_part(std::int64_t m) override { return m <= cpu::kGemvRows ? cpu::kGemvPanel : 0; }
   void gemm_prepared(std::int64_t m, std::int64_t n, std::int64_t k, const T* x, std::int64_t ldx, const T* prepared,
@@ -89,10 +82,10 @@ struct CpuBackend final : Backend<T> {
                     ") are not a part of the matrix-vector panels of a [", n, ", ", k, "] weight");
         cpu::gemv_panels(m, n, k, x, ldx, prepared, y, ldy, n0, n1, k0, k1);
       } else {
-        FROST_CHECK(n0 == 0 && n1 == n && k0 == 0 && k1 == k, "frost::cpu::gemm_prepared: the GEMM panels of a [", n,
-                    ", ", k, "] weight take whole products only, not outputs [", n0, ", ", n1, ") and inputs [", k0, ", ",
-                    k1, ")");
-        cpu::gemm_packed(m, n, k, x, ldx, prepared, y, ldy);
+        FROST_CHECK(n0 == 0 && n1 == n && k0 == 0 && k1 == k, "frost::cpu::gemm_prepared: the panels of a [", n, ", ", k,
+                    "] weight take whole products only for ", m, " rows, not outputs [", n0, ", ", n1, ") and inputs [",
+                    k0, ", ", k1, ")");
+        cpu::gemm_panels(m, n, k, x, ldx, prepared, y, ldy);
       }
     } else {
       math_unsupported("gemm_prepared");

@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "parallel.hpp"
+#include "vec.hpp"
 
 namespace frost::cpu {
 
@@ -37,28 +39,44 @@ void gemv_pack(const T* w, std::int64_t n, std::int64_t k, T* panels) {
 namespace gemv_detail {
 /// R rows of x against Q panels from `pan`, inputs [k0, k1): the sums stay
 /// in R * Q vector registers while the panels stream past. Outputs from
-/// col0, those before n1 stored.
+/// col0, those before n1 stored (with `add`, added to what y holds).
 template <int R, int Q, class T>
 void block(std::int64_t k, std::int64_t k0, std::int64_t k1, const T* x, std::int64_t ldx, const T* pan, T* y,
-           std::int64_t ldy, std::int64_t col0, std::int64_t n1) {
+           std::int64_t ldy, std::int64_t col0, std::int64_t n1, bool add = false) {
   // The sums as GCC vector types: one register each, whatever T's width.
-  typedef T Vec __attribute__((vector_size(64)));
+  using Vec = Vec64<T>;
   constexpr int VP = kGemvPanel * sizeof(T) / sizeof(Vec);  // vectors per panel row
+  const std::int64_t cols = std::min<std::int64_t>(Q * kGemvPanel, n1 - col0);
   Vec acc[R][Q][VP];
-  for (int r = 0; r < R; ++r)
-    for (int q = 0; q < Q; ++q)
-      for (int v = 0; v < VP; ++v) acc[r][q][v] = Vec{};
+  if (!add) {
+    for (int r = 0; r < R; ++r)
+      for (int q = 0; q < Q; ++q)
+        for (int v = 0; v < VP; ++v) acc[r][q][v] = Vec{};
+  } else if (cols == Q * kGemvPanel) {
+    for (int r = 0; r < R; ++r)
+      for (int q = 0; q < Q; ++q)
+        for (int v = 0; v < VP; ++v) acc[r][q][v] = load_vec(y + r * ldy + col0 + (q * VP + v) * kVecLanes<T>);
+  } else {  // a short last panel: y has no room past n1
+    T in[R][Q * kGemvPanel] = {};
+    for (int r = 0; r < R; ++r) std::copy_n(y + r * ldy + col0, cols, in[r]);
+    std::memcpy(acc, in, sizeof(acc));
+  }
   for (std::int64_t i = k0; i < k1; ++i) {
     Vec xr[R];
     for (int r = 0; r < R; ++r) xr[r] = Vec{} + x[r * ldx + i];
     for (int q = 0; q < Q; ++q)
       for (int v = 0; v < VP; ++v) {
-        Vec w;
-        std::memcpy(&w, pan + (q * k + i) * kGemvPanel + v * (kGemvPanel / VP), sizeof(Vec));
+        Vec w = load_vec(pan + (q * k + i) * kGemvPanel + v * (kGemvPanel / VP));
+        in_register(w);  // one load for the R multiply-adds, not one each
         for (int r = 0; r < R; ++r) acc[r][q][v] += xr[r] * w;
       }
   }
-  const std::int64_t cols = std::min<std::int64_t>(Q * kGemvPanel, n1 - col0);
+  if (cols == Q * kGemvPanel) {
+    for (int r = 0; r < R; ++r)
+      for (int q = 0; q < Q; ++q)
+        for (int v = 0; v < VP; ++v) store_vec(y + r * ldy + col0 + (q * VP + v) * kVecLanes<T>, acc[r][q][v]);
+    return;
+  }
   T out[R][Q * kGemvPanel];
   std::memcpy(out, acc, sizeof(out));
   for (int r = 0; r < R; ++r)
@@ -95,6 +113,48 @@ void gemv_panels(std::int64_t m, std::int64_t n, std::int64_t k, const T* x, std
     else if (left >= 2) rows<2>(n0, n1, k, k0, k1, xr, ldx, panels, yr, ldy), r += 2;
     else rows<1>(n0, n1, k, k0, k1, xr, ldx, panels, yr, ldy), r += 1;
   }
+}
+
+/// y [m, n] (row stride ldy) = x [m, k] (row stride ldx) W^T for any m, W as
+/// gemv_pack left it: blocks of 8 rows x 3 panels (24 vector sums in
+/// registers; 8 x 1 for double) over depth blocks of kGemmDepth inputs, so
+/// that a block of the panels stays in L1 while the row blocks pass; y holds
+/// the running sums between depth blocks. The panels are split over the
+/// threads. Against Eigen's GEMM on W packed at freeze: 3.0-3.3 ms against
+/// 3.5-4.0 for 64 x 8192 -> 512 here.
+inline constexpr std::int64_t kGemmDepth = 128;
+template <class T>
+void gemm_panels(std::int64_t m, std::int64_t n, std::int64_t k, const T* x, std::int64_t ldx, const T* panels, T* y,
+                 std::int64_t ldy) {
+  using namespace gemv_detail;
+  constexpr int Q = sizeof(T) == 4 ? 3 : 1;
+  const std::int64_t np = (n + kGemvPanel - 1) / kGemvPanel;
+  if (k == 0) {
+    for (std::int64_t r = 0; r < m; ++r) std::fill_n(y + r * ldy, n, T(0));
+    return;
+  }
+  parallel_for(np, 1, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t k0 = 0; k0 < k; k0 += kGemmDepth) {
+      const std::int64_t k1 = std::min(k, k0 + kGemmDepth);
+      for (std::int64_t p = p0; p < p1;) {
+        const std::int64_t q = std::min<std::int64_t>(Q, p1 - p);
+        const T* pan = panels + p * k * kGemvPanel;
+        const std::int64_t col0 = p * kGemvPanel;
+        auto run = [&]<int R>(std::integral_constant<int, R>, std::int64_t r) {
+          if (q == Q) block<R, Q>(k, k0, k1, x + r * ldx, ldx, pan, y + r * ldy, ldy, col0, n, k0 > 0);
+          else block<R, 1>(k, k0, k1, x + r * ldx, ldx, pan, y + r * ldy, ldy, col0, n, k0 > 0);
+        };
+        for (std::int64_t r = 0; r < m;) {
+          const std::int64_t left = m - r;
+          if (left >= 8) run(std::integral_constant<int, 8>(), r), r += 8;
+          else if (left >= 4) run(std::integral_constant<int, 4>(), r), r += 4;
+          else if (left >= 2) run(std::integral_constant<int, 2>(), r), r += 2;
+          else run(std::integral_constant<int, 1>(), r), r += 1;
+        }
+        p += q == Q ? Q : 1;
+      }
+    }
+  });
 }
 
 }  // namespace frost::cpu
