@@ -48,8 +48,8 @@ void pad_image(const Conv2dParams& p, const T* x, T* xp) {
     for (std::int64_t r = 0; r < ph; ++r) {
       const std::int64_t iy = r - p.pad_h;
       if (iy < 0 || iy >= H || lo >= hi) continue;
-      const T* xr = x + (c * H + iy) * W - p.pad_w;  // xr[col]: column col of the padded row
-      std::copy(xr + lo, xr + hi, xp + (c * ph + r) * pw + lo);
+      const T* xr = x + (c * H + iy) * W;  // padded column col is xr[col - pad_w]
+      std::copy(xr + (lo - p.pad_w), xr + (hi - p.pad_w), xp + (c * ph + r) * pw + lo);
     }
 }
 
