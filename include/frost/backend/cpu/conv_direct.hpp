@@ -70,7 +70,7 @@ void block(const T* xp, std::int64_t C, std::int64_t ph, std::int64_t pw, const 
       for (int j = 0; j < 3; ++j) {
         Vec in[CB];
         for (int b = 0; b < CB; ++b) {
-          in[b] = load_vec(row + j + b * V);
+          load_vec(in[b], row + j + b * V);
           in_register(in[b]);
         }
         const T* wt = w + (o0 * C + c) * 9 + i * 3 + j;  // filter o0's tap; the next filter's is C * 9 on
@@ -115,7 +115,7 @@ void block_pool(const T* xp, std::int64_t C, std::int64_t ph, std::int64_t pw, c
         Vec in[2][2];
         for (int r = 0; r < 2; ++r)
           for (int b = 0; b < 2; ++b) {
-            in[r][b] = load_vec(row + r * pw + j + b * V);
+            load_vec(in[r][b], row + r * pw + j + b * V);
             in_register(in[r][b]);
           }
         const T* wt = w + (o0 * C + c) * 9 + i * 3 + j;
@@ -126,7 +126,6 @@ void block_pool(const T* xp, std::int64_t C, std::int64_t ph, std::int64_t pw, c
         }
       }
     }
-  auto mx = [](Vec l, Vec r) { return ((l > r) | (l != l)) ? l : r; };
   for (int f = 0; f < F; ++f) {
     const T bo = bias ? bias[o0 + f] : T(0);
     Vec v[2][2];
@@ -137,8 +136,9 @@ void block_pool(const T* xp, std::int64_t C, std::int64_t ph, std::int64_t pw, c
         else if (act != UnaryOp::copy)  // before the max: act need not be monotonic
           for (std::int64_t k = 0; k < V; ++k) v[r][b][k] = fn::unary(act, v[r][b][k], T(0), T(0));
       }
-    const Vec c0 = mx(v[0][0], v[1][0]), c1 = mx(v[0][1], v[1][1]);  // the rows' max, column by column
-    const Vec out = mx(even_lanes<T>(c0, c1), odd_lanes<T>(c0, c1));  // columns 2 px + 2k and 2k + 1
+    Vec c[2], out;  // the rows' max, column by column (NaN wins, as in max_pool2d), then the columns'
+    for (int b = 0; b < 2; ++b) c[b] = ((v[0][b] > v[1][b]) | (v[0][b] != v[0][b])) ? v[0][b] : v[1][b];
+    max_pairs<T>(c[0], c[1], out);
     store_vec(y + ((o0 + f) * PH + py) * PW + px, out);
   }
 }

@@ -28,7 +28,7 @@ void block(std::int64_t C, const T* U, std::int64_t ldu, const T* V, std::int64_
   for (std::int64_t c = 0; c < C; ++c) {
     Vec64<T> v[QB];
     for (int b = 0; b < QB; ++b) {
-      v[b] = load_vec(V + c * ldv + q0 + b * L);
+      load_vec(v[b], V + c * ldv + q0 + b * L);
       in_register(v[b]);
     }
     for (int f = 0; f < kRows; ++f) {

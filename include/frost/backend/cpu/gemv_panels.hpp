@@ -55,7 +55,7 @@ void block(std::int64_t k, std::int64_t k0, std::int64_t k1, const T* x, std::in
   } else if (cols == Q * kGemvPanel) {
     for (int r = 0; r < R; ++r)
       for (int q = 0; q < Q; ++q)
-        for (int v = 0; v < VP; ++v) acc[r][q][v] = load_vec(y + r * ldy + col0 + (q * VP + v) * kVecLanes<T>);
+        for (int v = 0; v < VP; ++v) load_vec(acc[r][q][v], y + r * ldy + col0 + (q * VP + v) * kVecLanes<T>);
   } else {  // a short last panel: y has no room past n1
     T in[R][Q * kGemvPanel] = {};
     for (int r = 0; r < R; ++r) std::copy_n(y + r * ldy + col0, cols, in[r]);
@@ -66,7 +66,8 @@ void block(std::int64_t k, std::int64_t k0, std::int64_t k1, const T* x, std::in
     for (int r = 0; r < R; ++r) xr[r] = Vec{} + x[r * ldx + i];
     for (int q = 0; q < Q; ++q)
       for (int v = 0; v < VP; ++v) {
-        Vec w = load_vec(pan + (q * k + i) * kGemvPanel + v * (kGemvPanel / VP));
+        Vec w;
+        load_vec(w, pan + (q * k + i) * kGemvPanel + v * (kGemvPanel / VP));
         in_register(w);  // one load for the R multiply-adds, not one each
         for (int r = 0; r < R; ++r) acc[r][q][v] += xr[r] * w;
       }

@@ -18,11 +18,12 @@ using Vec64 = typename Vec64Of<T>::type;
 template <class T>
 inline constexpr std::int64_t kVecLanes = 64 / sizeof(T);
 
+// Vectors go in and out by reference: passed by value, a 64-byte vector
+// has another ABI without AVX-512, which compilers warn of (-Wpsabi) in
+// builds without -march.
 template <class T>
-inline Vec64<T> load_vec(const T* p) {
-  Vec64<T> v;
+inline void load_vec(Vec64<T>& v, const T* p) {
   std::memcpy(&v, p, sizeof v);  // unaligned
-  return v;
 }
 template <class T>
 inline void store_vec(T* p, const Vec64<T>& v) {
@@ -31,20 +32,19 @@ inline void store_vec(T* p, const Vec64<T>& v) {
 
 namespace vec_detail {
 template <std::size_t First, class V, std::size_t... I>
-V every_other(const V& a, const V& b, std::index_sequence<I...>) {
-  return __builtin_shufflevector(a, b, (First + 2 * I)...);  // GCC 12+ and clang
+void every_other(const V& a, const V& b, V& out, std::index_sequence<I...>) {
+  out = __builtin_shufflevector(a, b, (First + 2 * I)...);  // GCC 12+ and clang
 }
 }  // namespace vec_detail
 
-/// The even lanes of a then b (lanes 0, 2, ... of the pair as one vector of
-/// twice the width), and the odd ones: neighbours' pairs side by side.
+/// The max of neighbouring lanes of a then b (lanes 2k and 2k + 1 of the
+/// pair as one vector of twice the width), NaN winning as in max_pool2d.
 template <class T>
-inline Vec64<T> even_lanes(const Vec64<T>& a, const Vec64<T>& b) {
-  return vec_detail::every_other<0>(a, b, std::make_index_sequence<kVecLanes<T>>());
-}
-template <class T>
-inline Vec64<T> odd_lanes(const Vec64<T>& a, const Vec64<T>& b) {
-  return vec_detail::every_other<1>(a, b, std::make_index_sequence<kVecLanes<T>>());
+inline void max_pairs(const Vec64<T>& a, const Vec64<T>& b, Vec64<T>& out) {
+  Vec64<T> even, odd;
+  vec_detail::every_other<0>(a, b, even, std::make_index_sequence<kVecLanes<T>>());
+  vec_detail::every_other<1>(a, b, odd, std::make_index_sequence<kVecLanes<T>>());
+  out = ((even > odd) | (even != even)) ? even : odd;
 }
 
 /// Keeps v in a register: without this GCC folds each load of an input
