@@ -31,23 +31,28 @@ View<const U> channel_view(const Slot& vec, const Shape& like, Bases b) {
   return {ptr<const U>(vec, b), like, st};
 }
 
+/// y[r, 0:n] = act(y[r, 0:n] + bias) for `rows` rows of y (row stride ldy;
+/// bias null for none): a linear layer's epilogue.
+template <class T>
+void bias_act(T* y, std::int64_t ldy, std::int64_t rows, std::int64_t n, const T* bias, UnaryOp act) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    T* row = y + i * ldy;
+    if (bias)
+      for (std::int64_t j = 0; j < n; ++j) row[j] += bias[j];
+    if (act == UnaryOp::relu) {
+      for (std::int64_t j = 0; j < n; ++j) row[j] = row[j] > T(0) ? row[j] : T(0);
+    } else if (act != UnaryOp::copy) {
+      for (std::int64_t j = 0; j < n; ++j) row[j] = fn::unary(act, row[j], T(0), T(0));
+    }
+  }
+}
+
 /// y[:, n0:n1] = act(y + b[n0:n1]) for the rows of y at `yp` (ld n): the
 /// bias and activation a linear step carries.
 template <class T>
 void linear_epilogue(const Step& s, Bases b, T* yp, std::int64_t n0, std::int64_t n1) {
-  const std::int64_t m = s.in[0].shape[0], n = s.out[0].shape[1], nb = n1 - n0;
   const T* bp = s.in[2].buf >= 0 ? ptr<const T>(s.in[2], b) + n0 : nullptr;
-  const auto act = static_cast<UnaryOp>(s.op);
-  for (std::int64_t i = 0; i < m; ++i) {
-    T* row = yp + i * n;
-    if (bp)
-      for (std::int64_t j = 0; j < nb; ++j) row[j] += bp[j];
-    if (act == UnaryOp::relu) {
-      for (std::int64_t j = 0; j < nb; ++j) row[j] = row[j] > T(0) ? row[j] : T(0);
-    } else if (act != UnaryOp::copy) {
-      for (std::int64_t j = 0; j < nb; ++j) row[j] = fn::unary(act, row[j], T(0), T(0));
-    }
-  }
+  bias_act<T>(yp, s.out[0].shape[1], s.in[0].shape[0], n1 - n0, bp, static_cast<UnaryOp>(s.op));
 }
 
 /// y[:, n0:n1] = act(x W[n0:n1]^T + b[n0:n1]) (W packed [K, N]: its columns
@@ -171,7 +176,7 @@ void reduce_partials(const Step& next, Bases b, const T* partial, std::int64_t n
 /// second by its inputs (pairs_with). Layers too small to split run on
 /// thread 0, or after the region when they end the chain.
 template <class T>
-void run_linear_chain(const Step* s, std::size_t count, Bases b) {
+void run_few_rows_chain(const Step* s, std::size_t count, Bases b) {
 #if defined(_OPENMP)
   std::size_t last = count;  // one past the last split layer
   while (last > 0 && !split_linear(s[last - 1])) --last;
@@ -214,10 +219,10 @@ void run_linear_chain(const Step* s, std::size_t count, Bases b) {
 #endif
 }
 
-/// How many steps from `s` on (before `end`) run_linear_chain takes at once:
+/// How many steps from `s` on (before `end`) run_few_rows_chain takes at once:
 /// consecutive few_rows_linear steps of one floating type, at least one
 /// of them split; 0 when there are fewer than two or one thread.
-inline std::size_t linear_chain(const Step* s, const Step* end) {
+inline std::size_t few_rows_chain(const Step* s, const Step* end) {
 #if defined(_OPENMP)
   if (omp_get_max_threads() < 2 || omp_in_parallel() || s->dtype == DType::int64) return 0;
   std::size_t n = 0;
@@ -229,9 +234,55 @@ inline std::size_t linear_chain(const Step* s, const Step* end) {
   return 0;
 #endif
 }
-inline void run_linear_chain(const Step* first, std::size_t count, Bases b) {
-  if (first->dtype == DType::float32) run_linear_chain<float>(first, count, b);
-  else run_linear_chain<double>(first, count, b);
+inline void run_few_rows_chain(const Step* first, std::size_t count, Bases b) {
+  if (first->dtype == DType::float32) run_few_rows_chain<float>(first, count, b);
+  else run_few_rows_chain<double>(first, count, b);
+}
+
+/// A linear_chain step: its layers (in[1 + 3l] W [n, k], in[2 + 3l] the
+/// bias or none, in[3 + 3l] W's panels; program[l].op the activation) run
+/// depth-first on blocks of i0 rows. A thread takes a block through every
+/// layer, its activations in the thread's slice of the scratch (out[1],
+/// [threads, 2 or 1, i0, widest]: the layers alternate between the two),
+/// the last layer writing the block's rows of y. Only a block's
+/// activations are ever stored, not the batch's; the weights are read once a
+/// block (the freeze pass keeps chains to weights that stay in cache).
+template <class T>
+void run_linear_rows(const Step& s, Bases b) {
+  Backend<T>& be = backend_for<T>(Device::cpu());
+  const Slot &x = s.in[0], &y = s.out[0], &scratch = s.out[1];
+  const std::size_t layers = (s.in.size() - 1) / 3;
+  const std::int64_t m = x.shape[0], rows = s.i0, widest = scratch.shape[3];
+  const std::int64_t blocks = (m + rows - 1) / rows;
+  auto run_block = [&](std::int64_t t, std::int64_t blk) {
+    const std::int64_t r0 = blk * rows, nr = std::min(rows, m - r0);
+    const T* in = ptr<const T>(x, b) + r0 * x.strides[0];
+    std::int64_t ld = x.strides[0];
+    T* mine = ptr<T>(scratch, b) + t * scratch.strides[0];
+    for (std::size_t l = 0; l < layers; ++l) {
+      const Slot& w = s.in[1 + 3 * l];
+      const std::int64_t n = w.shape[0], k = w.shape[1];
+      T* out = l + 1 == layers ? ptr<T>(y, b) + r0 * n : mine + static_cast<std::int64_t>(l % 2) * rows * widest;
+      be.gemm_prepared(nr, n, k, in, ld, ptr<const T>(s.in[3 + 3 * l], b), out, n, 0, n, 0, k);
+      bias_act<T>(out, n, nr, n, ptr<const T>(s.in[2 + 3 * l], b), static_cast<UnaryOp>(s.program[l].op));
+      in = out;
+      ld = n;
+    }
+  };
+#if defined(_OPENMP)
+  const int threads = static_cast<int>(std::min(scratch.shape[0], blocks));
+  if (threads > 1 && !omp_in_parallel()) {
+    // Blocks handed out as threads come free (one core is often slower here).
+#pragma omp parallel num_threads(threads)
+    {
+      const std::int64_t t = omp_get_thread_num();
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t blk = 0; blk < blocks; ++blk) run_block(t, blk);
+    }
+    return;
+  }
+#endif
+  for (std::int64_t blk = 0; blk < blocks; ++blk) run_block(0, blk);
 }
 
 /// A fused chain: the backend's fused kernel over the step's dense windows.
@@ -399,6 +450,11 @@ void run_typed(const Step& s, Bases b, Device d) {
       be.binary(BinaryOp::add, view<const T>(s.out[0], b), channel_view<T>(s.in[2], ys, b), out(0), T(0));
       break;
     }
+    case StepKind::linear_chain:
+      // Made by freeze for the CPU only (its panels); a device freezes the traced graph again.
+      FROST_CHECK(d.is_cpu(), "frost::jit: a linear_chain step runs on the CPU only, not ", d.str());
+      if constexpr (FloatScalar<T>) run_linear_rows<T>(s, b);
+      break;
     case StepKind::elementwise: run_elementwise<T>(be, s, b); break;
     case StepKind::conv2d_pool: run_conv_pool<T>(be, s, b); break;
     case StepKind::guard: break;  // the plan checks guards itself
@@ -406,22 +462,28 @@ void run_typed(const Step& s, Bases b, Device d) {
 }
 
 /// Fills every prepared buffer of `g` (in[3] of a linear step: the CPU
-/// GEMM's panels of its weight in[1]) for this build's kernels.
+/// GEMM's panels of its weight in[1]; a linear_chain's panels beside each
+/// weight) for this build's kernels.
 template <class T>
 void make_prepared(Graph& g) {
   Backend<T>& be = backend_for<T>(Device::cpu());
-  for (const Step& s : g.steps) {
-    if (s.kind != StepKind::linear || s.in.size() < 4) continue;
-    Buffer& p = g.buffers[static_cast<std::size_t>(s.in[3].buf)];
-    if (p.data) continue;
-    const Buffer& w = g.buffers[static_cast<std::size_t>(s.in[1].buf)];
-    const std::int64_t size = be.gemm_prepared_size(s.in[0].shape[0], s.in[1].shape[0], s.in[1].shape[1]);
+  // Weight in[wi], its panels in[wi + 2], for products of `rows` rows.
+  auto make = [&](const Step& s, std::size_t wi, std::int64_t rows) {
+    const Slot& ws = s.in[wi];
+    Buffer& p = g.buffers[static_cast<std::size_t>(s.in[wi + 2].buf)];
+    if (p.data) return;
+    const Buffer& w = g.buffers[static_cast<std::size_t>(ws.buf)];
+    const std::int64_t size = be.gemm_prepared_size(rows, ws.shape[0], ws.shape[1]);
     FROST_CHECK(size > 0 && size == p.numel, "frost::jit: prepared buffer '", p.name, "' has ", p.numel,
-                " elements; this build's panels of a ", s.in[1].shape.str(), " weight for ", s.in[0].shape[0],
-                " rows of input take ", size, size > 0 ? "" : " (no prepared form for that many rows)");
+                " elements; this build's panels of a ", ws.shape.str(), " weight for ", rows, " rows of input take ", size,
+                size > 0 ? "" : " (no prepared form for that many rows)");
     p.data = StorageImpl::cpu(static_cast<std::size_t>(p.numel) * sizeof(T));
-    be.gemm_prepare(s.in[0].shape[0], static_cast<const T*>(w.data->data) + s.in[1].offset, s.in[1].shape[0], s.in[1].shape[1],
-                    static_cast<T*>(p.data->data));
+    be.gemm_prepare(rows, static_cast<const T*>(w.data->data) + ws.offset, ws.shape[0], ws.shape[1], static_cast<T*>(p.data->data));
+  };
+  for (const Step& s : g.steps) {
+    if (s.kind == StepKind::linear && s.in.size() == 4) make(s, 1, s.in[0].shape[0]);
+    if (s.kind == StepKind::linear_chain)
+      for (std::size_t wi = 1; wi + 2 < s.in.size(); wi += 3) make(s, wi, s.i0);
   }
 }
 

@@ -1,6 +1,7 @@
 // jit::freeze: trace in evaluation mode, then the freeze passes in order,
 // each reported in plan.summary(), then the memory plan.
 #pragma once
+#include "passes/chain.hpp"
 #include "passes/cleanup.hpp"
 #include "passes/constant_fold.hpp"
 #include "passes/fold_affine.hpp"
@@ -31,6 +32,7 @@ Plan<T> freeze(Graph g, const FreezeOptions& opt) {
   if (opt.fuse_elementwise) passes::fuse_elementwise(st);
   if (opt.prepare_weights) passes::prepare_weights<T>(st);
   if (opt.pack_weights) passes::pack_weights(st);
+  if (opt.chain_linears && opt.prepare_weights) passes::chain_linears(st);
   passes::eliminate_dead_code(st);
   passes::materialize_outputs(st);
   const auto mp = passes::plan_memory(st);

@@ -42,15 +42,19 @@ struct Slot {
 enum class StepKind : std::uint8_t {
   unary, binary, where, copy, fill, random, reduce, arg_reduce, softmax, gemm, index_select, gather, scatter_add,
   conv2d, conv2d_grad_input, conv2d_grad_weight, max_pool2d, max_pool2d_backward, avg_pool2d, avg_pool2d_backward,
-  linear, batch_norm, dropout, elementwise, conv2d_pool, guard
+  linear, batch_norm, dropout, elementwise, conv2d_pool, guard,
+  linear_chain  // after guard: plan files keep their step codes
 };
+inline constexpr StepKind kLastStepKind = StepKind::linear_chain;
+/// The most layers one linear_chain step holds (its in: x, then W, bias, panels a layer).
+inline constexpr int kMaxChainLayers = 8;
 
 inline const char* step_kind_name(StepKind k) {
   static constexpr const char* names[] = {
       "unary", "binary", "where", "copy", "fill", "random", "reduce", "arg_reduce", "softmax", "gemm",
       "index_select", "gather", "scatter_add", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
       "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward", "linear", "batch_norm", "dropout", "elementwise",
-      "conv2d_pool", "guard"};
+      "conv2d_pool", "guard", "linear_chain"};
   return names[static_cast<int>(k)];
 }
 
@@ -87,12 +91,13 @@ struct Step {
   int op = 0;             // UnaryOp / BinaryOp / ReduceOp / philox::Dist; conv2d, linear: the fused UnaryOp
   double p0 = 0, p1 = 0;  // scalars: unary p0 p1, binary p, fill value, random lo hi, eps, dropout p
   std::int64_t i0 = 0;    // reduce: n_reduced; arg_reduce: is_max; softmax: log; index ops: dim;
-                          // linear: 1 when the weight is pre-packed [K, N]; batch_norm: 1 once prepared
+                          // linear: 1 when the weight is pre-packed [K, N]; batch_norm: 1 once prepared;
+                          // linear_chain: rows a block
   std::uint64_t seed = 0, rng_offset = 0;
   GemmArgs gemm;
   Conv2dParams conv;
   Pool2dParams pool;
-  std::vector<ElementwiseInstr> program;  // elementwise: the fused chain
+  std::vector<ElementwiseInstr> program;  // elementwise: the fused chain; linear_chain: each layer's activation (op)
   int guard = -1;                         // guard: index into Graph::guards
   std::string note;                       // what a pass made of it
 };
@@ -177,6 +182,13 @@ inline std::string step_attrs(const Step& s) {
       pair("kernel", s.pool.kernel_h, s.pool.kernel_w); pair("stride", s.pool.stride_h, s.pool.stride_w);
       o << "padding=" << s.pool.pad_h << "x" << s.pool.pad_w; break;
     case StepKind::linear: if (!act_name(s.op).empty()) o << "act=" << act_name(s.op) << ", "; o << (s.i0 ? "packed" : "weight [N, K]"); break;
+    case StepKind::linear_chain:
+      o << "layers=" << s.program.size() << ", rows=" << s.i0 << ", acts=";
+      for (std::size_t i = 0; i < s.program.size(); ++i) {
+        const std::string a = act_name(s.program[i].op);
+        o << (i ? "," : "") << (a.empty() ? "none" : a);
+      }
+      break;
     case StepKind::batch_norm: o << "eps=" << s.p0; break;
     case StepKind::dropout: o << "p=" << s.p0; break;
     case StepKind::elementwise:

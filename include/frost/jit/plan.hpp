@@ -51,6 +51,9 @@ struct FreezeOptions {
   /// Weights in the CPU backend's own forms, made once: convolution filters
   /// Winograd-transformed, linear weights in the GEMM kernel's panels.
   bool prepare_weights = true;
+  /// Linear layers over 16+ rows run depth-first, 8 rows at a time through
+  /// the chain (with prepare_weights: it needs their panels).
+  bool chain_linears = true;
   /// conv + max pool blocks: 0 sizes them for the CPU's threads; n > 0 runs
   /// blocks of n images one after another (what Plan::to(cuda) asks for).
   std::int64_t conv_pool_images = 0;
@@ -441,8 +444,8 @@ class Plan {
       if (s->kind == StepKind::guard) {
         check_guard(*s, g_.buffers[static_cast<std::size_t>(s->in[0].buf)], bases[s->in[0].buf]);
         ++s;
-      } else if (const std::size_t n = detail::linear_chain(s, end); n > 0) {
-        detail::run_linear_chain(s, n, bases);  // one parallel region for a run of matrix-vector layers
+      } else if (const std::size_t n = detail::few_rows_chain(s, end); n > 0) {
+        detail::run_few_rows_chain(s, n, bases);  // one parallel region for a run of matrix-vector layers
         s += n;
       } else {
         detail::run_step(*s, bases);

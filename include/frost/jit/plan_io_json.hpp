@@ -179,9 +179,9 @@ FROST_PLAN_IO_INLINE PlanParts plan_from_json(const std::string& text, const Saf
   for (const auto& o : r.arr(r.at(doc, "outputs"), "outputs", kMaxList)) g.outputs.push_back(r.slot(o));
   for (const auto& s : r.arr(r.at(doc, "steps"), "steps", kMaxList)) {
     Step x;
-    x.kind = static_cast<StepKind>(r.i64_in(r.at(s, "kind"), "step kind", 0, static_cast<int>(StepKind::guard)));
+    x.kind = static_cast<StepKind>(r.i64_in(r.at(s, "kind"), "step kind", 0, static_cast<int>(kLastStepKind)));
     x.dtype = plan_json::dtype(r, r.at(s, "dtype"));
-    for (const auto& e : r.arr(r.at(s, "in"), "in", 16)) x.in.push_back(r.slot(e));
+    for (const auto& e : r.arr(r.at(s, "in"), "in", 1 + 3 * kMaxChainLayers)) x.in.push_back(r.slot(e));
     for (const auto& e : r.arr(r.at(s, "out"), "out", 16)) x.out.push_back(r.slot(e));
     x.op = static_cast<int>(r.i64_in(r.at(s, "op"), "op", 0, 255));
     x.p0 = r.f64(r.at(s, "p0"), "p0");

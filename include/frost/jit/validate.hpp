@@ -162,6 +162,40 @@ struct Validator {
     op_below(s.op, static_cast<int>(UnaryOp::copy) + 1);
   }
 
+  /// x [m, k] (rows dense), layers W [n, k] with bias [n] or none and their
+  /// whole prepared panels, each layer's k the last one's n; y [m, n_last];
+  /// scratch [threads, min(2, layers - 1), rows, widest hidden width].
+  void linear_chain(const Step& s) const {
+    const std::size_t layers = (s.in.size() - 1) / 3;
+    if (s.in.size() < 7 || (s.in.size() - 1) % 3 || layers > static_cast<std::size_t>(kMaxChainLayers) ||
+        s.out.size() != 2 || s.program.size() != layers)
+      invalid(source, k, "a linear_chain needs x, then weight, bias and panels for each of 2-", kMaxChainLayers,
+              " layers, an activation a layer, and y and a scratch");
+    const Slot &x = s.in[0], &y = s.out[0], &sc = s.out[1];
+    if (x.shape.ndim() != 2 || x.strides[1] != 1 || x.strides[0] < x.shape[1])
+      invalid(source, k, "a linear_chain's input must be [m, k] with dense rows, got ", x.shape.str());
+    const std::int64_t m = x.shape[0];
+    std::int64_t width = x.shape[1], widest = 0;
+    for (std::size_t l = 0; l < layers; ++l) {
+      const Slot &w = s.in[1 + 3 * l], &bias = s.in[2 + 3 * l], &p = s.in[3 + 3 * l];
+      if (w.shape.ndim() != 2 || w.shape[1] != width || w.shape[0] < 1 || !w.dense() || w.buf < 0 ||
+          buffer(w.buf).kind != BufferKind::constant)
+        invalid(source, k, "layer ", l, " of a linear_chain needs a dense constant weight [N, ", width, "], got ", w.shape.str());
+      const std::int64_t n = w.shape[0];
+      if (bias.buf >= 0 && (bias.shape != Shape{n} || bias.strides[0] != 1))
+        invalid(source, k, "layer ", l, "'s bias must be [", n, "]");
+      if (p.buf < 0 || buffer(p.buf).kind != BufferKind::prepared || p.offset != 0 || p.shape != Shape{buffer(p.buf).numel})
+        invalid(source, k, "layer ", l, "'s panels must be a whole prepared buffer");
+      op_below(s.program[l].op, static_cast<int>(UnaryOp::copy) + 1);
+      if (l + 1 < layers) widest = std::max(widest, n);
+      width = n;
+    }
+    dense(y, Shape{m, width}, "the output");
+    const Shape want{sc.shape.ndim() == 4 ? sc.shape[0] : 0, layers > 2 ? 2 : 1, s.i0, widest};
+    if (s.i0 < 1 || s.i0 > 64 || want[0] < 1 || want[0] > 1024) invalid(source, k, "a linear_chain's rows a block or threads are out of range");
+    dense(sc, want, "the scratch");
+  }
+
   void elementwise(const Step& s) const {
     if (s.out.size() != 1 || s.in.empty() || s.in.size() > 8 || s.program.empty() || s.program.size() > 8)
       invalid(source, k, "a fused elementwise step needs 1-8 inputs, 1 output and 1-8 instructions");
@@ -283,6 +317,12 @@ struct Validator {
         if (s.out.size() == 1) slot(s.out[0], dt);
         linear(s);
         break;
+      case StepKind::linear_chain:
+        if (dt == I64) invalid(source, k, "linear_chain needs a floating dtype");
+        for (std::size_t i = 0; i < s.in.size(); ++i) slot(s.in[i], dt, i % 3 == 2);
+        for (const auto& o : s.out) slot(o, dt);
+        linear_chain(s);
+        break;
       case StepKind::batch_norm: {
         if (traced && s.i0 == 0) {  // x, running mean, running var, weight?, bias?
           count(s, 5, 1);
@@ -364,20 +404,21 @@ inline void validate_plan(const Graph& g, const std::vector<std::int64_t>& offse
   std::vector<int> prepared_uses(g.buffers.size(), 0);
   for (v.k = 0; v.k < g.steps.size(); ++v.k) {
     const Step& s = g.steps[v.k];
-    if (static_cast<int>(s.kind) > static_cast<int>(StepKind::guard)) bad("unknown step kind");
+    if (static_cast<int>(s.kind) > static_cast<int>(kLastStepKind)) bad("unknown step kind");
     v.step(s);
     for (const auto& x : s.in) placed(x);
     for (const auto& x : s.out) placed(x);
     for (std::size_t i = 0; i < s.in.size(); ++i) {
       const int b = s.in[i].buf;
       if (b < 0 || g.buffers[static_cast<std::size_t>(b)].kind != BufferKind::prepared) continue;
-      if (s.kind != StepKind::linear || i != 3) bad("step ", v.k, " reads prepared buffer ", b, " as an ordinary operand");
+      const bool panels = (s.kind == StepKind::linear && i == 3) || (s.kind == StepKind::linear_chain && i % 3 == 0 && i > 0);
+      if (!panels) bad("step ", v.k, " reads prepared buffer ", b, " as an ordinary operand");
       ++prepared_uses[static_cast<std::size_t>(b)];
     }
   }
   for (std::size_t b = 0; b < g.buffers.size(); ++b)
     if (g.buffers[b].kind == BufferKind::prepared && prepared_uses[b] != 1)
-      bad("prepared buffer ", b, " must belong to exactly one linear step, not ", prepared_uses[b]);
+      bad("prepared buffer ", b, " must belong to exactly one linear layer, not ", prepared_uses[b]);
   for (const auto& o : g.outputs) {
     v.slot(o, g.dtype);
     placed(o);

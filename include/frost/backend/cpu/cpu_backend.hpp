@@ -62,7 +62,7 @@ struct CpuBackend final : Backend<T> {
   }
   // W^T in panels of 16 outputs (gemv_panels.hpp), for any number of rows:
   // up to 8, matrix-vector products (bound by reading W; parts split over
-  // threads); more, a GEMM with its sums in registers.
+  // threads); whole products of 8+, a GEMM with its sums in registers.
   std::int64_t gemm_prepared_size(std::int64_t m, std::int64_t n, std::int64_t k) override {
     if constexpr (FloatScalar<T>) return m >= 1 ? cpu::gemv_panels_size<T>(n, k) : 0;
     else return 0;
@@ -76,7 +76,10 @@ struct CpuBackend final : Backend<T> {
   void gemm_prepared(std::int64_t m, std::int64_t n, std::int64_t k, const T* x, std::int64_t ldx, const T* prepared,
                      T* y, std::int64_t ldy, std::int64_t n0, std::int64_t n1, std::int64_t k0, std::int64_t k1) override {
     if constexpr (FloatScalar<T>) {
-      if (m <= cpu::kGemvRows) {
+      // Whole products of 8 rows (a linear chain's row blocks) take the GEMM's
+      // 8 x 3-panel blocks: W read once, not once per 4 rows.
+      const bool whole = n0 == 0 && n1 == n && k0 == 0 && k1 == k;
+      if (m < cpu::kGemvRows || (m == cpu::kGemvRows && !whole)) {
         FROST_CHECK(n0 % cpu::kGemvPanel == 0 && 0 <= n0 && n0 <= n1 && n1 <= n && 0 <= k0 && k0 <= k1 && k1 <= k,
                     "frost::cpu::gemm_prepared: outputs [", n0, ", ", n1, ") and inputs [", k0, ", ", k1,
                     ") are not a part of the matrix-vector panels of a [", n, ", ", k, "] weight");
