@@ -61,7 +61,7 @@ void block(std::int64_t k, std::int64_t k0, std::int64_t k1, const T* x, std::in
     for (int r = 0; r < R; ++r) std::copy_n(y + r * ldy + col0, cols, in[r]);
     std::memcpy(acc, in, sizeof(acc));
   }
-  for (std::int64_t i = k0; i < k1; ++i) {
+  auto step = [&](Vec(&a)[R][Q][VP], std::int64_t i) {
     Vec xr[R];
     for (int r = 0; r < R; ++r) xr[r] = Vec{} + x[r * ldx + i];
     for (int q = 0; q < Q; ++q)
@@ -69,9 +69,25 @@ void block(std::int64_t k, std::int64_t k0, std::int64_t k1, const T* x, std::in
         Vec w;
         load_vec(w, pan + (q * k + i) * kGemvPanel + v * (kGemvPanel / VP));
         in_register(w);  // one load for the R multiply-adds, not one each
-        for (int r = 0; r < R; ++r) acc[r][q][v] += xr[r] * w;
+        for (int r = 0; r < R; ++r) a[r][q][v] += xr[r] * w;
       }
+  };
+  // Fewer than 4 sums would wait on each multiply-add's latency (4 cycles):
+  // a small block (a 10-output last layer) keeps U sets, over alternate inputs.
+  constexpr int U = R * Q * VP >= 4 ? 1 : 4 / (R * Q * VP);
+  std::int64_t i = k0;
+  if constexpr (U > 1) {
+    Vec more[U - 1][R][Q][VP] = {};
+    for (; i + U <= k1; i += U) {
+      step(acc, i);
+      for (int u = 1; u < U; ++u) step(more[u - 1], i + u);
+    }
+    for (int u = 0; u < U - 1; ++u)
+      for (int r = 0; r < R; ++r)
+        for (int q = 0; q < Q; ++q)
+          for (int v = 0; v < VP; ++v) acc[r][q][v] += more[u][r][q][v];
   }
+  for (; i < k1; ++i) step(acc, i);
   if (cols == Q * kGemvPanel) {
     for (int r = 0; r < R; ++r)
       for (int q = 0; q < Q; ++q)
@@ -160,7 +176,9 @@ void gemm_panels(std::int64_t m, std::int64_t n, std::int64_t k, const T* x, std
     return;
   }
   const std::int64_t np = (n + kGemvPanel - 1) / kGemvPanel;
-  parallel_for(np, 1, [&](std::int64_t p0, std::int64_t p1) { gemm_panels_part(m, n, k, x, ldx, panels, y, ldy, p0, p1); });
+  // Small products stay on the calling thread: waking another costs more.
+  const std::int64_t grain = m * n * k < (std::int64_t{1} << 18) ? np : 1;
+  parallel_for(np, grain, [&](std::int64_t p0, std::int64_t p1) { gemm_panels_part(m, n, k, x, ldx, panels, y, ldy, p0, p1); });
 }
 
 }  // namespace frost::cpu
