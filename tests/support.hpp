@@ -80,4 +80,25 @@ inline bool gradcheck(const std::function<TD(const std::vector<TD>&)>& f, std::v
   return ok;
 }
 
+/// Linear layers of the given widths (tanh, relu, none in turn), in double,
+/// the result times `scale` when it is not 1 (a step after the layers): the
+/// freeze tests' chains of linear steps.
+struct LinearLayers : nn::ModuleT<double> {
+  std::vector<TD> w, b;
+  double scale = 1;
+  explicit LinearLayers(const std::vector<std::int64_t>& widths) {
+    for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
+      w.push_back(register_parameter("w" + std::to_string(i), TD::randn({widths[i + 1], widths[i]}) * 0.1));
+      b.push_back(register_parameter("b" + std::to_string(i), TD::randn({widths[i + 1]})));
+    }
+  }
+  TD forward(TD x) {
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      x = nn::functional::linear(x, w[i], b[i]);
+      x = i % 3 == 0 ? x.tanh() : i % 3 == 1 ? x.relu() : x;
+    }
+    return scale == 1 ? x : x * scale;
+  }
+};
+
 }  // namespace frost::test

@@ -16,6 +16,7 @@
 #endif
 
 #include "../examples/research_model.hpp"
+#include "support.hpp"
 
 using namespace frost;
 using T = Tensor<float>;
@@ -28,24 +29,6 @@ int count(const jit::Graph& g, jit::StepKind k) {
   for (const auto& s : g.steps) n += s.kind == k;
   return n;
 }
-
-/// Linear layers of the given widths (tanh, relu, none in turn), in double.
-struct Layers : nn::ModuleT<double> {
-  std::vector<TD> w, b;
-  explicit Layers(const std::vector<std::int64_t>& widths) {
-    for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
-      w.push_back(register_parameter("w" + std::to_string(i), TD::randn({widths[i + 1], widths[i]}) * 0.1));
-      b.push_back(register_parameter("b" + std::to_string(i), TD::randn({widths[i + 1]})));
-    }
-  }
-  TD forward(TD x) {
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      x = nn::functional::linear(x, w[i], b[i]);
-      x = i % 3 == 0 ? x.tanh() : i % 3 == 1 ? x.relu() : x;
-    }
-    return x;
-  }
-};
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("frost_test_" + name)).string();
@@ -60,7 +43,7 @@ TEST_CASE("freeze pass: linear layers over 16+ rows run depth-first, 8 rows at a
 #endif
   // Five layers of mixed widths (the scratch alternates between two slices
   // of the widest hidden layer); 17, 20 and 33 rows leave a short last block.
-  auto net = nn::make<Layers>(std::vector<std::int64_t>{300, 256, 512, 40, 256, 7});
+  auto net = nn::make<test::LinearLayers>(std::vector<std::int64_t>{300, 256, 512, 40, 256, 7});
   for (std::int64_t rows : {16, 17, 20, 33, 64}) {
     const TD x = TD::randn({rows, 300});
     const TD eager = [&] { InferenceMode im; return net(x); }();
@@ -94,7 +77,7 @@ TEST_CASE("freeze pass: linear layers over 16+ rows run depth-first, 8 rows at a
 #endif
   // A chain stops before its weights outgrow the caches: 900 x 700 doubles
   // (5 MB) is a layer of its own, between a chain of two and a last layer.
-  auto wide = nn::make<Layers>(std::vector<std::int64_t>{64, 64, 900, 700, 5});
+  auto wide = nn::make<test::LinearLayers>(std::vector<std::int64_t>{64, 64, 900, 700, 5});
   const TD x = TD::randn({24, 64});
   auto plan = jit::freeze(wide, x);
   CHECK(count(plan.graph(), jit::StepKind::linear_chain) == 1);

@@ -14,6 +14,7 @@
 #endif
 
 #include "../examples/research_model.hpp"
+#include "support.hpp"
 
 using namespace frost;
 using T = Tensor<float>;
@@ -327,29 +328,6 @@ TEST_CASE("backend: linear panels give any part of a product of 1-8 rows, whole 
   }
 }
 
-namespace {
-
-/// Linear layers of the given widths (tanh, relu, none in turn), in double.
-struct Chain : nn::ModuleT<double> {
-  using TD = Tensor<double>;
-  std::vector<TD> w, b;
-  explicit Chain(const std::vector<std::int64_t>& widths) {
-    for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
-      w.push_back(register_parameter("w" + std::to_string(i), TD::randn({widths[i + 1], widths[i]}) * 0.1));
-      b.push_back(register_parameter("b" + std::to_string(i), TD::randn({widths[i + 1]})));
-    }
-  }
-  TD forward(TD x) {
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      x = nn::functional::linear(x, w[i], b[i]);
-      x = i % 3 == 0 ? x.tanh() : i % 3 == 1 ? x.relu() : x;
-    }
-    return x;
-  }
-};
-
-}  // namespace
-
 TEST_CASE("freeze: a run of matrix-vector layers shares one parallel region, any thread count") {
   // One region for the run: a layer split by its outputs, then the next by
   // its inputs (no barrier between them, partial sums reduced after), layers
@@ -362,24 +340,30 @@ TEST_CASE("freeze: a run of matrix-vector layers shares one parallel region, any
 #endif
   for (const auto& widths : {std::vector<std::int64_t>{300, 256, 512, 256, 256, 7},
                              std::vector<std::int64_t>{40, 50, 2000, 64, 1024, 10}}) {
-    auto chain = nn::make<Chain>(widths);
+    auto chain = nn::make<test::LinearLayers>(widths);
     for (std::int64_t rows : {1, 3}) {
       const Tensor<double> x = Tensor<double>::randn({rows, widths[0]});
-      const Tensor<double> eager = [&] { InferenceMode im; return chain(x); }();
-      const auto g = jit::trace(chain, x);
-      for (bool prepared : {true, false}) {  // W in matrix-vector panels, or as it is
-        jit::FreezeOptions opt;
-        opt.prepare_weights = prepared;
-        auto plan = jit::freeze<double>(g, opt);
-        CHECK(count(plan.graph(), jit::StepKind::linear) == static_cast<int>(widths.size()) - 1);
-        CHECK(reported(plan, (prepared ? std::to_string(widths.size() - 1) : std::string("0")) + " in matrix-vector panels") ==
-              prepared);
-        for (int threads : {1, 2, 3, 5}) {
-          INFO("widths from " << widths[0] << ", " << rows << " rows, " << threads << " threads, prepared " << prepared);
+      // The layers alone (the spin team's region), or with a step after them (OpenMP's).
+      for (bool tail : {false, true}) {
+        chain->scale = tail ? 2.0 : 1.0;
+        const Tensor<double> eager = [&] { InferenceMode im; return chain(x); }();
+        const auto g = jit::trace(chain, x);
+        for (bool prepared : {true, false}) {  // W in matrix-vector panels, or as it is
+          jit::FreezeOptions opt;
+          opt.prepare_weights = prepared;
+          auto plan = jit::freeze<double>(g, opt);
+          CHECK(count(plan.graph(), jit::StepKind::linear) == static_cast<int>(widths.size()) - 1);
+          CHECK(plan.graph().steps.size() == widths.size() - (tail ? 0 : 1));
+          CHECK(reported(plan, (prepared ? std::to_string(widths.size() - 1) : std::string("0")) + " in matrix-vector panels") ==
+                prepared);
+          for (int threads : {1, 2, 3, 5}) {
+            INFO("widths from " << widths[0] << ", " << rows << " rows, " << threads << " threads, prepared " << prepared
+                                << ", tail " << tail);
 #ifdef _OPENMP
-          omp_set_num_threads(threads);
+            omp_set_num_threads(threads);
 #endif
-          CHECK((plan.run(x) - eager).abs().max().item() < 1e-12);
+            CHECK((plan.run(x) - eager).abs().max().item() < 1e-12);
+          }
         }
       }
 #ifdef _OPENMP

@@ -500,15 +500,7 @@ void conv2d(const Conv2dParams& p, const View<const T>& xv, const View<const T>&
   const std::int64_t G = p.groups, Cg = p.in_channels / G, Og = p.out_channels / G;
   const std::int64_t HWi = p.in_h * p.in_w, HWo = p.out_h * p.out_w, Kg = Cg * p.kernel_h * p.kernel_w;
   if (p.batch == 0 || p.out_channels == 0 || HWo == 0) return;
-  if (use_direct_conv<T>(p)) {
-    const int threads = image_threads(p.batch, 2 * p.out_channels * Kg * HWo);
-    const std::int64_t work = direct_work(p);
-    Scratch<T> scratch(threads * work);
-    over_images(threads, p.batch, [&](int t, std::int64_t b, std::int64_t e) {
-      conv2d_direct(p, xv.data, wv.data, bias, yv.data, act, b, e, scratch.get() + t * work);
-    });
-    return;
-  }
+  if (use_direct_conv<T>(p)) return direct_over_images(p, conv2d_direct<T>, xv.data, wv.data, bias, yv.data, act);
   const bool direct = reads_input_directly(p);
   const std::int64_t col_size = direct ? 0 : p.in_channels * p.kernel_h * p.kernel_w * HWo;
   const int threads = image_threads(p.batch, 2 * p.out_channels * Kg * HWo);
@@ -629,12 +621,7 @@ bool conv2d_max_pool(const Conv2dParams& p, const Pool2dParams& q, const View<co
                      const T* bias, const View<T>& yv, UnaryOp act) {
   using namespace conv_detail;
   if (!use_direct_pool<T>(p) || !pools_2x2(p, q)) return false;
-  const int threads = image_threads(p.batch, 2 * p.out_channels * p.in_channels * 9 * p.out_h * p.out_w);
-  const std::int64_t work = direct_work(p);
-  Scratch<T> scratch(threads * work);
-  over_images(threads, p.batch, [&](int t, std::int64_t b, std::int64_t e) {
-    conv2d_direct_max_pool(p, xv.data, wv.data, bias, yv.data, act, b, e, scratch.get() + t * work);
-  });
+  direct_over_images(p, conv2d_direct_max_pool<T>, xv.data, wv.data, bias, yv.data, act);
   return true;
 }
 

@@ -199,4 +199,16 @@ bool use_direct_pool(const Conv2dParams& p) {
   return use_direct_conv<T>(p) && p.out_w / 2 >= DirectConv<T>::kLanes && p.out_h >= 2;
 }
 
+/// `kernel` (conv2d_direct or conv2d_direct_max_pool) over all the images,
+/// split over the threads, each with its own padded-image workspace.
+template <class T, class Kernel>
+void direct_over_images(const Conv2dParams& p, Kernel kernel, const T* x, const T* w, const T* bias, T* y, UnaryOp act) {
+  const int threads = image_threads(p.batch, 2 * p.out_channels * p.in_channels * 9 * p.out_h * p.out_w);
+  const std::int64_t work = direct_work(p);
+  Scratch<T> scratch(threads * work);
+  over_images(threads, p.batch, [&](int t, std::int64_t b, std::int64_t e) {
+    kernel(p, x, w, bias, y, act, b, e, scratch.get() + t * work);
+  });
+}
+
 }  // namespace frost::cpu::conv_detail
