@@ -172,6 +172,35 @@ TEST_CASE("freeze pass: conv + relu + max pool run block by block, the conv outp
   CHECK(fused.arena_bytes() < plain.arena_bytes());
 }
 
+TEST_CASE("freeze pass: conv + pool steps that pool in the convolution's pass keep no scratch") {
+  manual_seed(19);
+  auto m = nn::make<guide::ResearchModel>();
+  m->eval();
+  for (std::int64_t batch : {1, 9}) {
+    INFO("batch " << batch);
+    const auto x = T::randn({batch, 3, 32, 32});
+    auto plan = jit::freeze(m, x);
+    // conv1 (3 channels: the direct kernel) and conv2 (F(4x4) filters) both pool in registers.
+    int without = 0;
+    for (const auto& s : plan.graph().steps)
+      if (s.kind == jit::StepKind::conv2d_pool) without += s.out[1].buf < 0 && s.out[1].numel() == 0;
+    CHECK(without == 2);
+    CHECK(reported(plan, "conv + max pool in one pass: 2 steps"));
+    CHECK(close(plan.run(x), [&] { InferenceMode im; return m(x); }()));
+    CHECK(close(saved_and_loaded(plan).run(x), plan.run(x), 0));
+    // Without prepared filters conv2 has no one-pass kernel here and keeps its scratch.
+    jit::FreezeOptions plain;
+    plain.prepare_weights = false;
+    auto unprepared = jit::freeze<float>(jit::trace(m, x), plain);
+    int kept = 0;
+    for (const auto& s : unprepared.graph().steps)
+      if (s.kind == jit::StepKind::conv2d_pool) kept += s.out[1].buf >= 0;
+    CHECK(kept == 1);
+    CHECK(unprepared.arena_bytes() > plan.arena_bytes());
+    CHECK(close(unprepared.run(x), plan.run(x)));
+  }
+}
+
 TEST_CASE("freeze pass: one image's conv + relu + max pool runs by blocks of filters") {
   manual_seed(18);
   auto m = nn::make<guide::ResearchModel>();

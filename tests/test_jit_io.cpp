@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <frost/frost.hpp>
 #include <string>
 
@@ -198,6 +199,25 @@ TEST_CASE("jit::Plan::load: corrupt, truncated, other-version and hostile files 
                  j.insert(at + 7, "99");  // "kind":<n> becomes "kind":99<n>
                }),
                "step kind");
+  // A conv + pool step frozen to pool in the conv's pass (no scratch) whose
+  // prepared filters are taken away: this build cannot pool it in one pass,
+  // and the run says so before any kernel runs.
+  {
+    auto rm = nn::make<guide::ResearchModel>();
+    rm->eval();
+    const auto x = T::randn({2, 3, 32, 32});
+    auto p2 = jit::freeze(rm, x);
+    const auto rm_path = temp_path("rm.frost");
+    p2.save(rm_path);
+    write_bytes(bad, with_plan_json(rm_path, [](std::string& j) {
+                  const std::regex bank(R"(,\[\d+,0,\[36,128,64\],\[8192,64,1\]\])");
+                  REQUIRE(std::regex_search(j, bank));
+                  j = std::regex_replace(j, bank, "");
+                }));
+    auto loaded = jit::Plan<float>::load(bad);
+    CHECK_THROWS_WITH_AS(loaded.run(x), doctest::Contains("freeze the model again here"), Error);
+    std::remove(rm_path.c_str());
+  }
   // The arena too small for its buffers.
   expect_error(with_plan_json(path, [](std::string& j) { replace_first(j, "\"arena_bytes\":", "\"arena_bytes\":64,\"y\":"); }),
                "");

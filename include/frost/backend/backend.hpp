@@ -167,6 +167,13 @@ struct Backend {
     (void)p, (void)q, (void)x, (void)prepared, (void)bias, (void)y, (void)act;
     return false;
   }
+  /// Whether conv2d_max_pool (positions 0) or conv2d_prepared_max_pool (a
+  /// prepared bank of that many positions) pools these shapes in one pass:
+  /// frozen plans then keep no scratch for the conv output.
+  virtual bool conv2d_pools_in_pass(const Conv2dParams& p, const Pool2dParams& q, std::int64_t positions) {
+    (void)p, (void)q, (void)positions;
+    return false;
+  }
   /// conv2d, then max pooling q of its output, in one pass where the backend
   /// can for these shapes: true when it ran, false (having done nothing)
   /// when the caller should run the two.

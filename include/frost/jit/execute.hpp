@@ -331,9 +331,37 @@ bool prepared(const Step& s, Backend<T>& be) {
   return s.in.size() > 3 && s.in[3].buf >= 0 && be.device().is_cpu();
 }
 
+/// The convolution and pooling one call of a conv2d_pool step makes: i0
+/// images, a block of out[1]'s dim-1 filters.
+struct ConvPoolCall {
+  Conv2dParams conv;
+  Pool2dParams pool;
+};
+inline ConvPoolCall conv_pool_call(const Step& s) {
+  ConvPoolCall c{s.conv, s.pool};
+  c.conv.batch = c.pool.batch = s.i0;
+  c.conv.out_channels = c.pool.channels = s.out[1].shape[1];
+  return c;
+}
+/// Whether `be` pools every call of conv2d_pool step s in the conv's own
+/// pass (with a prepared bank of `positions`, 0 for none): the full call and
+/// the short last block of images or of filters.
+template <class T>
+bool pools_every_call(Backend<T>& be, const Step& s, std::int64_t positions) {
+  auto in_pass = [&](std::int64_t images, std::int64_t filters) {
+    ConvPoolCall c = conv_pool_call(s);
+    c.conv.batch = c.pool.batch = images;
+    c.conv.out_channels = c.pool.channels = filters;
+    return be.conv2d_pools_in_pass(c.conv, c.pool, positions);
+  };
+  const std::int64_t k = s.i0, block = s.out[1].shape[1], batch = s.conv.batch, O = s.conv.out_channels;
+  return in_pass(k, block) && (batch % k == 0 || in_pass(batch % k, block)) && (O % block == 0 || in_pass(k, O % block));
+}
+
 /// Convolution then max pooling a few images at a time: each thread's conv
 /// output lives in its slice of the scratch window (out[1], [threads * k, B,
-/// H, W]) and is pooled while in cache; the full conv output never exists.
+/// H, W]; empty when the backend pools in the conv's pass) and is pooled
+/// while in cache; the full conv output never exists.
 /// With B below the output channels (one image, k = 1), the units of work
 /// are blocks of B filters: the weight's and bias's slices, pooled into the
 /// output's matching channels.
@@ -353,6 +381,11 @@ void run_conv_pool(Backend<T>& be, const Step& s, Bases b) {
   const View<const T> u = prepared(s, be) ? view<const T>(s.in[3], b) : View<const T>(nullptr, Shape{});
   T* y = ptr<T>(s.out[0], b);
   T* tmp = ptr<T>(scratch, b);
+  // No scratch (drop_pooled_scratch): the backend must pool every call in one pass.
+  FROST_CHECK(tmp || pools_every_call(be, s, u.data ? u.shape[0] : 0),
+              "frost::jit: a conv + max pool step frozen to pool in the convolution's pass (no scratch) cannot on this "
+              "build's ", be.device().str(), " kernels (", s.conv.in_channels, " -> ", s.conv.out_channels, " channels, ",
+              s.pool.kernel_h, "x", s.pool.kernel_w, " pool); freeze the model again here");
   // Images [n, n + m), filters [o0, o0 + oc) (all of them when m > 1).
   auto conv_pool = [&](int t, std::int64_t n, std::int64_t m, std::int64_t o0, std::int64_t oc) {
     Conv2dParams cp = s.conv;

@@ -31,6 +31,7 @@ Plan<T> freeze(Graph g, const FreezeOptions& opt) {
   if (opt.fuse_conv_pool) passes::fuse_conv_pool(st, opt.conv_pool_images);
   if (opt.fuse_elementwise) passes::fuse_elementwise(st);
   if (opt.prepare_weights) passes::prepare_weights<T>(st);
+  if (opt.conv_pool_images == 0) passes::drop_pooled_scratch<T>(st);  // the CPU's kernels; a device keeps its scratch
   if (opt.pack_weights) passes::pack_weights(st);
   if (opt.chain_linears && opt.prepare_weights) passes::chain_linears(st);
   passes::eliminate_dead_code(st);

@@ -303,9 +303,11 @@ struct Validator {
         const Slot& sc = s.out[1];
         // Its dim 1: all the filters, or (one image a call, one group) blocks of them.
         const bool blocks = sc.shape.ndim() == 4 && sc.shape[1] != s.conv.out_channels;
-        if (s.i0 < 1 || sc.shape.ndim() != 4 || sc.shape[0] < s.i0 || sc.shape[0] % s.i0 || sc.shape[1] < 1 ||
+        // No scratch (pooled in the conv's pass): an empty window, [calls, block, 0, 0].
+        const bool none = sc.buf < 0 && sc.shape.ndim() == 4 && sc.shape[2] == 0 && sc.shape[3] == 0;
+        if (s.i0 < 1 || sc.shape.ndim() != 4 || sc.shape[0] < s.i0 || sc.shape[0] % s.i0 || sc.shape[0] / s.i0 > 1024 || sc.shape[1] < 1 ||
             sc.shape[1] > s.conv.out_channels || (blocks && (s.i0 != 1 || s.conv.groups != 1)) ||
-            sc.shape[2] != s.conv.out_h || sc.shape[3] != s.conv.out_w || !sc.dense() ||
+            (!none && (sc.shape[2] != s.conv.out_h || sc.shape[3] != s.conv.out_w || !sc.dense())) ||
             s.pool.batch != s.conv.batch || s.pool.channels != s.conv.out_channels || s.pool.in_h != s.conv.out_h ||
             s.pool.in_w != s.conv.out_w)
           invalid(source, k, "conv2d_pool's scratch or pooling geometry does not match its convolution");

@@ -596,12 +596,20 @@ void conv2d_prepared(const Conv2dParams& p, const View<const T>& xv, const View<
 /// filters are F(4x4)'s and q is 2x2 with stride 2 (no padding, floor): the
 /// output transform pools each tile while in cache. False, having done
 /// nothing, for other shapes (the caller runs the two).
+/// Whether conv2d_max_pool (positions 0) or conv2d_prepared_max_pool (a
+/// bank of that many positions) pools in the conv's own pass.
+template <class T>
+bool conv2d_pools_in_pass(const Conv2dParams& p, const Pool2dParams& q, std::int64_t positions) {
+  using namespace conv_detail;
+  return pools_2x2(p, q) && (positions == 0 ? use_direct_pool<T>(p) : positions == 36);
+}
+
 template <class T>
 bool conv2d_prepared_max_pool(const Conv2dParams& p, const Pool2dParams& q, const View<const T>& xv,
                               const View<const T>& uv, const T* bias, const View<T>& yv, UnaryOp act) {
   using namespace conv_detail;
   check_prepared("conv2d_prepared_max_pool", p, uv);
-  if (uv.shape[0] != 36 || !pools_2x2(p, q)) return false;
+  if (!conv2d_pools_in_pass<T>(p, q, uv.shape[0])) return false;
   if (p.batch == 0 || p.out_channels == 0) return true;
   const std::int64_t Cg = p.in_channels / p.groups, phw = q.out_h * q.out_w;
   if (!split_channels(p, [&](const Conv2dParams& h, std::int64_t o0) {
@@ -620,7 +628,7 @@ template <class T>
 bool conv2d_max_pool(const Conv2dParams& p, const Pool2dParams& q, const View<const T>& xv, const View<const T>& wv,
                      const T* bias, const View<T>& yv, UnaryOp act) {
   using namespace conv_detail;
-  if (!use_direct_pool<T>(p) || !pools_2x2(p, q)) return false;
+  if (!conv2d_pools_in_pass<T>(p, q, 0)) return false;
   direct_over_images(p, conv2d_direct_max_pool<T>, xv.data, wv.data, bias, yv.data, act);
   return true;
 }

@@ -126,6 +126,10 @@ struct CpuBackend final : Backend<T> {
     if constexpr (FloatScalar<T>) return cpu::conv2d_prepared_max_pool(p, q, x, prepared, bias, y, act);
     else return false;
   }
+  bool conv2d_pools_in_pass(const Conv2dParams& p, const Pool2dParams& q, std::int64_t positions) override {
+    if constexpr (FloatScalar<T>) return cpu::conv2d_pools_in_pass<T>(p, q, positions);
+    else return false;
+  }
   bool conv2d_max_pool(const Conv2dParams& p, const Pool2dParams& q, const View<const T>& x, const View<const T>& w,
                        const T* bias, const View<T>& y, UnaryOp act) override {
     if constexpr (FloatScalar<T>) return cpu::conv2d_max_pool(p, q, x, w, bias, y, act);

@@ -121,6 +121,28 @@ inline void fuse_conv_pool(FreezeState& st, std::int64_t images_per_block = 0) {
                       " pairs run image-block by image-block, or one image by blocks of filters (the conv output is never stored whole)");
 }
 
+/// conv + max pool steps whose CPU kernels pool in the conv's own pass
+/// (F(4x4)'s output transform, the direct few-channel convolution) keep no
+/// scratch: out[1] becomes an empty window whose first two extents still
+/// give the threads' calls and the filter block. A device plan (frozen with
+/// conv_pool_images) keeps its scratch.
+template <class T>
+void drop_pooled_scratch(FreezeState& st) {
+  Backend<T>& be = backend_for<T>(Device::cpu());
+  int n = 0;
+  std::int64_t bytes = 0;
+  for (auto& s : st.g.steps) {
+    if (s.kind != StepKind::conv2d_pool || s.dtype != dtype_of<T>() || s.out[1].buf < 0) continue;
+    if (!detail::pools_every_call(be, s, s.in.size() > 3 ? s.in[3].shape[0] : 0)) continue;
+    bytes += s.out[1].numel() * static_cast<std::int64_t>(sizeof(T));
+    const Shape none{s.out[1].shape[0], s.out[1].shape[1], 0, 0};
+    s.out[1] = Slot{-1, 0, none, contiguous_strides(none)};
+    ++n;
+  }
+  st.report.push_back("conv + max pool in one pass: " + std::to_string(n) + " steps pool in the conv's registers (" +
+                      std::to_string(bytes) + " bytes of scratch not reserved)");
+}
+
 /// A unary or binary float step over dense windows of one shape, no broadcasting.
 inline bool fusable(const Step& s) {
   if ((s.kind != StepKind::unary && s.kind != StepKind::binary) || s.dtype == DType::int64) return false;
@@ -270,11 +292,7 @@ void prepare_weights(FreezeState& st) {
     }
     if (s.kind != StepKind::conv2d && s.kind != StepKind::conv2d_pool) continue;
     // The form one call makes: conv2d_pool's calls take i0 images, and blocks of filters.
-    Conv2dParams call = s.conv;
-    if (s.kind == StepKind::conv2d_pool) {
-      call.batch = s.i0;
-      call.out_channels = s.out[1].shape[1];
-    }
+    const Conv2dParams call = s.kind == StepKind::conv2d_pool ? detail::conv_pool_call(s).conv : s.conv;
     Shape form = be.conv2d_prepared_shape(call);
     if (form.ndim() == 0) continue;
     form[1] = s.conv.out_channels;  // the whole bank; a block's calls read their filters' rows
