@@ -4,13 +4,21 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include <frost/frost.hpp>
+#include <unistd.h>
 
 namespace frost::test {
+
+/// A file name in the temp directory for this test process alone: ctest
+/// runs each test case as its own process, several at once.
+inline std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("frost_test_" + std::to_string(::getpid()) + "_" + name)).string();
+}
 
 using TD = Tensor<double>;
 using TF = Tensor<float>;

@@ -1,14 +1,11 @@
 // The linear-chain freeze pass: linear layers over 16+ rows run depth-first,
 // 8 rows at a time through every layer, against eager and against the
-// layer-by-layer plan; its arena, save/load, refit and hostile plan files;
-// and the spin team that runs matrix-vector chains at batch 1-8.
+// layer-by-layer plan; its arena, save/load, refit and hostile plan files.
 #include <doctest/doctest.h>
 
-#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <frost/frost.hpp>
-#include <stdexcept>
 #include <string>
 #include <vector>
 #ifdef _OPENMP
@@ -30,9 +27,7 @@ int count(const jit::Graph& g, jit::StepKind k) {
   return n;
 }
 
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("frost_test_" + name)).string();
-}
+using test::temp_path;
 
 }  // namespace
 
@@ -153,42 +148,4 @@ TEST_CASE("linear chain: hostile steps in a plan file are errors") {
   jit::Graph twice = g;
   twice.steps.push_back(chain);
   rejected(twice, "exactly one linear layer");
-}
-
-TEST_CASE("cpu::SpinTeam: each thread runs its part, barriers order the phases, errors reach the caller") {
-  cpu::SpinTeam team(3);
-  REQUIRE(team.size() == 3);
-  int wrong = 0;
-  for (int rep = 0; rep < 3000; ++rep) {
-    const int n = 1 + rep % 3;
-    std::vector<int> seen(3, -1);
-    std::atomic<int> total{0};
-    const bool ran = team.run(n, [&](int t) {
-      seen[static_cast<std::size_t>(t)] = rep;
-      team.barrier();  // every thread's write above is visible below
-      int mine = 0;
-      for (int u = 0; u < n; ++u) mine += seen[static_cast<std::size_t>(u)] == rep;
-      total += mine;
-    });
-    wrong += !ran || total != n * n || seen[2] != (n == 3 ? rep : -1);
-  }
-  CHECK(wrong == 0);
-  // A helper's exception reaches the caller; the others leave the barrier it never reaches.
-  CHECK_THROWS_WITH_AS(team.run(3, [&](int t) {
-    if (t == 2) throw std::runtime_error("helper 2 failed");
-    team.barrier();
-  }),
-                       "helper 2 failed", std::runtime_error);
-  std::atomic<int> after{0};
-  CHECK(team.run(3, [&](int) {
-    team.barrier();
-    ++after;
-  }));
-  CHECK(after == 3);
-  // A run from inside a run finds the team busy (the caller then uses OpenMP).
-  bool inner = true;
-  CHECK(team.run(2, [&](int t) {
-    if (t == 0) inner = team.run(2, [](int) {});
-  }));
-  CHECK_FALSE(inner);
 }

@@ -39,7 +39,7 @@ bool reported(const jit::Plan<U>& p, const std::string& what) {
 
 /// The plan after a round trip through a file.
 jit::Plan<float> saved_and_loaded(const jit::Plan<float>& p) {
-  const auto path = (std::filesystem::temp_directory_path() / "frost_test_round_trip.frost").string();
+  const auto path = test::temp_path("round_trip.frost");
   p.save(path);
   auto loaded = jit::Plan<float>::load(path);
   std::remove(path.c_str());
@@ -372,7 +372,7 @@ TEST_CASE("freeze: a run of matrix-vector layers shares one parallel region, any
     auto chain = nn::make<test::LinearLayers>(widths);
     for (std::int64_t rows : {1, 3}) {
       const Tensor<double> x = Tensor<double>::randn({rows, widths[0]});
-      // The layers alone (the spin team's region), or with a step after them (OpenMP's).
+      // The layers alone, or with a step after them.
       for (bool tail : {false, true}) {
         chain->scale = tail ? 2.0 : 1.0;
         const Tensor<double> eager = [&] { InferenceMode im; return chain(x); }();

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "../examples/research_model.hpp"
+#include "support.hpp"
 
 using namespace frost;
 using T = Tensor<float>;
@@ -21,9 +22,7 @@ bool close(const T& a, const T& b, double tol = 1e-5) {
   return a.shape() == b.shape() && (a - b).abs().max().item() <= tol * (1.0 + b.abs().max().item());
 }
 
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("frost_test_" + name)).string();
-}
+using test::temp_path;
 
 std::vector<std::uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

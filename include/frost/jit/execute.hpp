@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "../backend/cpu/parallel.hpp"
-#include "../backend/cpu/spin_team.hpp"
 #include "graph.hpp"
 
 namespace frost::jit::detail {
@@ -171,19 +170,17 @@ void reduce_partials(const Step& next, Bases b, const T* partial, std::int64_t n
 }
 
 /// Steps [first, first + count), all few_rows_linear CPU steps of type T,
-/// in one parallel region, the spin team's or OpenMP's (an MLP's three
-/// layers at batch 1 take 5 us; an OpenMP region's opening and closing
-/// about 1.1 us, the spin team's 0.1-0.2 us). Two split
+/// in one OpenMP region (an MLP's three layers at batch 1 take 5 us; each
+/// region's opening and closing about 0.5-1 us). Two split
 /// layers in a row share no barrier: the first is split by its outputs, the
 /// second by its inputs (pairs_with). Layers too small to split run on
 /// thread 0, or after the region when they end the chain.
 template <class T>
-void run_few_rows_chain(const Step* s, std::size_t count, Bases b, bool spin_team) {
+void run_few_rows_chain(const Step* s, std::size_t count, Bases b) {
 #if defined(_OPENMP)
   std::size_t last = count;  // one past the last split layer
   while (last > 0 && !split_linear(s[last - 1])) --last;
-  const int threads = spin_team ? std::min(omp_get_max_threads(), cpu::SpinTeam::instance(omp_get_max_threads()).size())
-                                : omp_get_max_threads();
+  const int threads = omp_get_max_threads();
   alignas(64) T partial[kChainPartialBytes / sizeof(T)];
   auto paired = [&](std::size_t i) { return i + 1 < last && pairs_with(s[i], s[i + 1], threads, sizeof(T)); };
   std::int64_t team = 1;
@@ -214,18 +211,15 @@ void run_few_rows_chain(const Step* s, std::size_t count, Bases b, bool spin_tea
       sync();
     }
   };
-  // The spin team when asked (a region of a few microseconds: libgomp's
-  // set-up and closing barrier would be a fifth of it) and free; else OpenMP.
-  auto in_team = [&] {
-    cpu::SpinTeam& spin = cpu::SpinTeam::instance(threads);
-    return spin.run(threads, [&](int t) { body(t, threads, [&] { spin.barrier(); }); });
-  };
-  if (!spin_team || !in_team()) {
+  // OpenMP's threads, not a team of frost's own waiting on a counter: that
+  // saved 0.3-1 us a run, but libgomp's idle threads spin for milliseconds
+  // after a region and do not yield, so next to any other parallel work
+  // (another plan's convolutions) the two teams took turns on the cores
+  // (a CNN plan then a matrix-vector plan: 1-4 ms instead of 0.43).
 #pragma omp parallel num_threads(threads)
-    body(omp_get_thread_num(), omp_get_num_threads(), [] {
+  body(omp_get_thread_num(), omp_get_num_threads(), [] {
 #pragma omp barrier
-    });
-  }
+  });
   if (unreduced < count) reduce_partials<T>(s[unreduced], b, partial, team, 0, s[unreduced].out[0].shape[1]);
   for (std::size_t i = last; i < count; ++i) linear_block<T>(s[i], b, 0, s[i].out[0].shape[1]);
 #else
@@ -248,14 +242,9 @@ inline std::size_t few_rows_chain(const Step* s, const Step* end) {
   return 0;
 #endif
 }
-/// `spin_team`: in the spin team's region, not OpenMP's. Only for plans that
-/// are such a chain alone: its helpers keep checking for work for a while
-/// after a run, and next to OpenMP's threads (a plan's convolutions) they
-/// would take turns with them on the cores (ResearchModel at batch 1 took 4x
-/// as long).
-inline void run_few_rows_chain(const Step* first, std::size_t count, Bases b, bool spin_team) {
-  if (first->dtype == DType::float32) run_few_rows_chain<float>(first, count, b, spin_team);
-  else run_few_rows_chain<double>(first, count, b, spin_team);
+inline void run_few_rows_chain(const Step* first, std::size_t count, Bases b) {
+  if (first->dtype == DType::float32) run_few_rows_chain<float>(first, count, b);
+  else run_few_rows_chain<double>(first, count, b);
 }
 
 /// A linear_chain step: its layers (in[1 + 3l] W [n, k], in[2 + 3l] the

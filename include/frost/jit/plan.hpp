@@ -445,8 +445,8 @@ class Plan {
         check_guard(*s, g_.buffers[static_cast<std::size_t>(s->in[0].buf)], bases[s->in[0].buf]);
         ++s;
       } else if (const std::size_t n = detail::few_rows_chain(s, end); n > 0) {
-        // One parallel region for a run of matrix-vector layers (the spin team's when they are the whole plan).
-        detail::run_few_rows_chain(s, n, bases, n == g_.steps.size());
+        // One parallel region for a run of matrix-vector layers.
+        detail::run_few_rows_chain(s, n, bases);
         s += n;
       } else {
         detail::run_step(*s, bases);

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include <Eigen/Core>
 
@@ -25,6 +26,7 @@
 #include "conv_common.hpp"
 #include "gemm.hpp"
 #include "gemm_direct.hpp"
+#include "vec.hpp"
 
 namespace frost::cpu::conv_detail {
 
@@ -161,6 +163,73 @@ void winograd4_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x,
   }
 }
 
+namespace winograd4_detail {
+/// Row r of the 4x4 outputs of tiles [q, q + lanes of V) from A^T m
+/// (t[(r * 6 + j) * L + q]): A^T's columns applied, then the bias and the
+/// activation (kAct: 0 none, 1 relu, 2 act through fn::unary, V scalar).
+/// V is T or a Vec64<T> of consecutive tiles: the same sums either way.
+template <int kAct, class V, class T>
+inline void tile_row(const T* t, std::int64_t L, std::int64_t q, int r, T bo, UnaryOp act, V (&v)[4]) {
+  V e[6];
+  for (int j = 0; j < 6; ++j) {
+    if constexpr (std::is_same_v<V, T>) e[j] = t[(r * 6 + j) * L + q];
+    else load_vec(e[j], t + (r * 6 + j) * L + q);
+  }
+  const V a = e[1] + e[2], b = e[1] - e[2], c = e[3] + e[4], d = e[3] - e[4];
+  v[0] = e[0] + a + c + bo, v[1] = b + T(2) * d + bo, v[2] = a + T(4) * c + bo, v[3] = b + T(8) * d + e[5] + bo;
+  for (V& x : v) {
+    if constexpr (kAct == 1) x = x > V{} ? x : V{};  // NaN -> 0, as fn::unary's relu
+    if constexpr (kAct == 2) x = fn::unary(act, x, T(0), T(0));  // before the max: act need not be monotonic
+  }
+}
+
+/// The max of l and r, NaN winning as in max_pool2d (T or Vec64<T>).
+template <class V>
+inline V nan_max(const V& l, const V& r) {
+  return ((l > r) | (l != l)) ? l : r;
+}
+
+/// Windows (wr, 0) and (wr, 1) of tiles [q, q + lanes of V) into p0, p1.
+template <int kAct, class V, class T>
+inline void pool_row(const T* t, std::int64_t L, std::int64_t q, int wr, T bo, UnaryOp act, T* p0, T* p1) {
+  V u[4], w[4];  // output rows 2 wr and 2 wr + 1
+  tile_row<kAct>(t, L, q, 2 * wr, bo, act, u);
+  tile_row<kAct>(t, L, q, 2 * wr + 1, bo, act, w);
+  const V m0 = nan_max(nan_max(u[0], u[1]), nan_max(w[0], w[1])), m1 = nan_max(nan_max(u[2], u[3]), nan_max(w[2], w[3]));
+  if constexpr (std::is_same_v<V, T>) {
+    p0[q] = m0, p1[q] = m1;
+  } else {
+    store_vec(p0 + q, m0), store_vec(p1 + q, m1);
+  }
+}
+
+/// pool_tiles for one kind of activation (kAct as tile_row's): whole
+/// vectors of tiles, then the rest one by one.
+template <int kAct, class T>
+void pool_tiles(const T* t, std::int64_t L, T bo, UnaryOp act, T* pooled) {
+  constexpr std::int64_t V = kAct == 2 ? 0 : kVecLanes<T>;
+  for (int wr = 0; wr < 2; ++wr) {
+    T* p0 = pooled + (2 * wr) * L;
+    T* p1 = p0 + L;
+    std::int64_t q = 0;
+    if constexpr (V > 0)
+      for (; q + V <= L; q += V) pool_row<kAct, Vec64<T>>(t, L, q, wr, bo, act, p0, p1);
+    for (; q < L; ++q) pool_row<kAct, T>(t, L, q, wr, bo, act, p0, p1);
+  }
+}
+}  // namespace winograd4_detail
+
+/// The 2x2 max pools of every tile's output (bias and act applied first):
+/// pooled[(wr * 2 + wc) * L + q] is window (wr, wc) of tile q, from A^T m
+/// (t[(r * 6 + j) * L + q]), a vector of tiles at a time: the windows
+/// never leave the registers before their max.
+template <class T>
+void pool_tiles(const T* t, std::int64_t L, T bo, UnaryOp act, T* pooled) {
+  if (act == UnaryOp::relu) winograd4_detail::pool_tiles<1>(t, L, bo, act, pooled);
+  else if (act == UnaryOp::copy) winograd4_detail::pool_tiles<0>(t, L, bo, act, pooled);
+  else winograd4_detail::pool_tiles<2>(t, L, bo, act, pooled);
+}
+
 /// y = A^T m A + bias (then the activation) for `images` images' planes
 /// from M[k][o][q] (ks: the stride between positions k, os: between
 /// channels; q = ty tw + tx over the real tiles, each image's after the
@@ -168,8 +237,8 @@ void winograd4_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x,
 /// Outputs past the plane's edge are dropped. `work` holds 40 rows of
 /// images x tiles.
 /// With `pool2`, y is the plane max-pooled 2x2 with stride 2 (floor): each
-/// window lies inside one 4x4 tile, so a tile's rows are pooled while in
-/// cache and the full plane is never written.
+/// window lies inside one 4x4 tile, so the windows are pooled in registers
+/// (pool_tiles) and the full plane is never written.
 template <class T>
 void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64_t images, const T* M,
                        std::int64_t ks, std::int64_t os, const T* bias, UnaryOp act, T* y, T* work, bool pool2 = false) {
@@ -194,6 +263,20 @@ void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64
       }
     }
     const T bo = bias ? bias[o] : T(0);
+    if (pool2) {
+      pool_tiles(t, L, bo, act, out);
+      for (std::int64_t i = 0; i < images; ++i) {
+        T* yo = y + (i * p.out_channels + o) * PH * PW;
+        for (std::int64_t py = 0; py < PH; ++py) {
+          // Pooled row py: window row py % 2 of tile row py / 2, its two windows a tile in turn.
+          const T* w0 = out + (2 * (py % 2)) * L + i * tiles + (py / 2) * s.tw;
+          const T* w1 = w0 + L;
+          T* dst = yo + py * PW;
+          for (std::int64_t k = 0; k < PW; ++k) dst[k] = (k % 2 ? w1 : w0)[k / 2];
+        }
+      }
+      continue;
+    }
     for (int r = 0; r < 4; ++r) {
       // Row r of every tile, its four columns interleaved (out[4 q + c]) so
       // that a tile row of the output plane is one contiguous run.
@@ -207,22 +290,6 @@ void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64
         out_r[4 * q + 2] = relu ? (v2 > T(0) ? v2 : T(0)) : v2;
         out_r[4 * q + 3] = relu ? (v3 > T(0) ? v3 : T(0)) : v3;
       }
-    }
-    if (pool2) {
-      if (act != UnaryOp::copy && act != UnaryOp::relu)  // before the max: act need not be monotonic
-        for (std::int64_t k = 0; k < 16 * L; ++k) out[k] = fn::unary(act, out[k], T(0), T(0));
-      for (std::int64_t i = 0; i < images; ++i) {
-        T* yo = y + (i * p.out_channels + o) * PH * PW;
-        for (std::int64_t py = 0; py < PH; ++py) {
-          // Conv rows 2 py and 2 py + 1: rows r, r + 1 of tile row py / 2.
-          const std::int64_t r = 2 * (py % 2), at = 4 * (i * tiles + (py / 2) * s.tw);
-          const T *a = out + (r * 4) * L + at, *b = a + 4 * L;
-          T* dst = yo + py * PW;
-          auto mx = [](T l, T r) { return l > r || l != l ? l : r; };  // NaN wins, as in max_pool2d
-          FROST_SIMD for (std::int64_t k = 0; k < PW; ++k) dst[k] = mx(mx(a[2 * k], a[2 * k + 1]), mx(b[2 * k], b[2 * k + 1]));
-        }
-      }
-      continue;
     }
     for (std::int64_t i = 0; i < images; ++i) {
       T* yo = y + (i * p.out_channels + o) * OH * OW;
