@@ -183,10 +183,12 @@ inline void tile_row(const T* t, std::int64_t L, std::int64_t q, int r, T bo, Un
   }
 }
 
-/// The max of l and r, NaN winning as in max_pool2d (T or Vec64<T>).
+/// l = the max of l and r, NaN winning as in max_pool2d (T or Vec64<T>;
+/// by reference: a 64-byte vector returned by value has another ABI
+/// without AVX-512).
 template <class V>
-inline V nan_max(const V& l, const V& r) {
-  return ((l > r) | (l != l)) ? l : r;
+inline void nan_max(V& l, const V& r) {
+  l = ((l > r) | (l != l)) ? l : r;
 }
 
 /// Windows (wr, 0) and (wr, 1) of tiles [q, q + lanes of V) into p0, p1.
@@ -195,11 +197,15 @@ inline void pool_row(const T* t, std::int64_t L, std::int64_t q, int wr, T bo, U
   V u[4], w[4];  // output rows 2 wr and 2 wr + 1
   tile_row<kAct>(t, L, q, 2 * wr, bo, act, u);
   tile_row<kAct>(t, L, q, 2 * wr + 1, bo, act, w);
-  const V m0 = nan_max(nan_max(u[0], u[1]), nan_max(w[0], w[1])), m1 = nan_max(nan_max(u[2], u[3]), nan_max(w[2], w[3]));
+  for (int c = 0; c < 4; c += 2) {  // window (wr, c / 2): columns c and c + 1 of both rows
+    nan_max(u[c], u[c + 1]);
+    nan_max(w[c], w[c + 1]);
+    nan_max(u[c], w[c]);
+  }
   if constexpr (std::is_same_v<V, T>) {
-    p0[q] = m0, p1[q] = m1;
+    p0[q] = u[0], p1[q] = u[2];
   } else {
-    store_vec(p0 + q, m0), store_vec(p1 + q, m1);
+    store_vec(p0 + q, u[0]), store_vec(p1 + q, u[2]);
   }
 }
 
@@ -272,7 +278,10 @@ void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64
           const T* w0 = out + (2 * (py % 2)) * L + i * tiles + (py / 2) * s.tw;
           const T* w1 = w0 + L;
           T* dst = yo + py * PW;
-          for (std::int64_t k = 0; k < PW; ++k) dst[k] = (k % 2 ? w1 : w0)[k / 2];
+          for (std::int64_t tx = 0; 2 * tx < PW; ++tx) {
+            dst[2 * tx] = w0[tx];
+            if (2 * tx + 1 < PW) dst[2 * tx + 1] = w1[tx];
+          }
         }
       }
       continue;
