@@ -7,6 +7,7 @@
 #include <frost/frost.hpp>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 #ifdef _OPENMP
@@ -306,12 +307,12 @@ TEST_CASE("backend: linear panels give any part of a product of 1-8 rows, whole 
     INFO(m << " rows");
     REQUIRE(be.gemm_prepared_part(m) == 16);
     std::vector<double> panels(static_cast<std::size_t>(be.gemm_prepared_size(m, n, k)));
-    CHECK(panels.size() == 80 * 37);
+    CHECK(panels.size() == 80 * 37 + (m == 1 ? 1 : 0));  // one row: kilobyte rows and a flag (gemv_rows.hpp)
     be.gemm_prepare(m, w.data(), n, k, panels.data());
     const auto x = Tensor<double>::randn({m, k + 3});  // row stride k + 3
     for (const auto& [n0, n1, k0, k1] : {std::array<std::int64_t, 4>{0, 75, 0, 37}, {16, 75, 5, 30}, {32, 48, 0, 1}, {64, 70, 36, 37}}) {
       std::vector<double> y(static_cast<std::size_t>(m * n), -1.0);
-      be.gemm_prepared(m, n, k, x.data(), k + 3, panels.data(), y.data(), n, n0, n1, k0, k1);
+      be.gemm_prepared(m, m, n, k, x.data(), k + 3, panels.data(), y.data(), n, n0, n1, k0, k1);
       double worst = 0;
       bool untouched = true;
       for (std::int64_t r = 0; r < m; ++r)
@@ -330,7 +331,7 @@ TEST_CASE("backend: linear panels give any part of a product of 1-8 rows, whole 
     }
     // A part must start on a panel.
     std::vector<double> y(static_cast<std::size_t>(m * n));
-    CHECK_THROWS_WITH_AS(be.gemm_prepared(m, n, k, x.data(), k + 3, panels.data(), y.data(), n, 8, 75, 0, k),
+    CHECK_THROWS_WITH_AS(be.gemm_prepared(m, m, n, k, x.data(), k + 3, panels.data(), y.data(), n, 8, 75, 0, k),
                          doctest::Contains("not a part of the matrix-vector panels"), Error);
   }
   // More rows take the same panels as a GEMM (blocks of 8, 4, 2, 1 rows; 3
@@ -343,7 +344,7 @@ TEST_CASE("backend: linear panels give any part of a product of 1-8 rows, whole 
     be.gemm_prepare(m, w.data(), n, k, panels.data());
     const auto x = Tensor<double>::randn({m, k + 3});
     std::vector<double> y(static_cast<std::size_t>(m * n), -1.0);
-    be.gemm_prepared(m, n, k, x.data(), k + 3, panels.data(), y.data(), n, 0, n, 0, k);
+    be.gemm_prepared(m, m, n, k, x.data(), k + 3, panels.data(), y.data(), n, 0, n, 0, k);
     double worst = 0;
     for (std::int64_t r = 0; r < m; ++r)
       for (std::int64_t o = 0; o < n; ++o) {
@@ -352,9 +353,63 @@ TEST_CASE("backend: linear panels give any part of a product of 1-8 rows, whole 
         worst = std::max(worst, std::abs(y[static_cast<std::size_t>(r * n + o)] - want));
       }
     CHECK(worst < 1e-13);
-    CHECK_THROWS_WITH_AS(be.gemm_prepared(m, n, k, x.data(), k + 3, panels.data(), y.data(), n, 16, 75, 0, k),
+    CHECK_THROWS_WITH_AS(be.gemm_prepared(m, m, n, k, x.data(), k + 3, panels.data(), y.data(), n, 16, 75, 0, k),
                          doctest::Contains("whole products only"), Error);
   }
+}
+
+TEST_CASE("backend: one row's product skips zero inputs exactly, and reads them when a weight is not finite") {
+  // The one-row form (gemv_rows.hpp): groups of kilobyte rows (600 floats:
+  // two of 256 and one of 96; 300 doubles: two of 128 and one of 48), inputs
+  // listed 1024 at a time (k = 2500: three lists), a third of them zero.
+  auto check = [](auto zero) {
+    using S = decltype(zero);
+    auto& be = backend_for<S>(Device::cpu());
+    const std::int64_t n = sizeof(S) == 4 ? 600 : 300, k = 2500;
+    auto w = Tensor<S>::randn({n, k});
+    auto x = Tensor<S>::randn({1, k});
+    for (std::int64_t i = 0; i < k; i += 3) x.data()[i] = zero;
+    x.data()[7] = std::numeric_limits<S>::quiet_NaN();  // NaN is not zero: read
+    x.data()[1000] = -zero;
+    std::vector<S> form(static_cast<std::size_t>(be.gemm_prepared_size(1, n, k)));
+    auto want = [&](std::int64_t o, std::int64_t k0, std::int64_t k1) {
+      double sum = 0;
+      for (std::int64_t i = k0; i < k1; ++i)
+        if (i != 7) sum += double(x.data()[i]) * double(w.data()[o * k + i]);
+      return sum;
+    };
+    be.gemm_prepare(1, w.data(), n, k, form.data());
+    // Parts: whole, from inside a group to inside the next, one panel, the short last group.
+    for (const auto& [n0, n1, k0, k1] : {std::array<std::int64_t, 4>{0, n, 0, k}, {48, 272, 8, 2100}, {112, 128, 0, 5}, {256, n, 1020, 1030}}) {
+      INFO(sizeof(S) << "-byte, outputs [" << n0 << ", " << n1 << "), inputs [" << k0 << ", " << k1 << ")");
+      std::vector<S> y(static_cast<std::size_t>(n), S(-1));
+      be.gemm_prepared(1, 1, n, k, x.data(), k, form.data(), y.data(), n, n0, n1, k0, k1);
+      double worst = 0;
+      bool untouched = true, nan = true;
+      for (std::int64_t o = 0; o < n; ++o) {
+        const S got = y[static_cast<std::size_t>(o)];
+        if (o < n0 || o >= n1) untouched = untouched && got == S(-1);
+        else if (k0 <= 7 && 7 < k1) nan = nan && std::isnan(got);
+        else worst = std::max(worst, std::abs(double(got) - want(o, k0, k1)));
+      }
+      CHECK(worst < (sizeof(S) == 4 ? 2e-3 : 1e-11));
+      CHECK(untouched);
+      CHECK(nan);
+    }
+    // An infinite weight meets a zero input: eager's 0 * inf is NaN, so the zeros are read.
+    w.data()[5 * k + 9] = std::numeric_limits<S>::infinity();  // x[9] is zero
+    be.gemm_prepare(1, w.data(), n, k, form.data());
+    std::vector<S> y(static_cast<std::size_t>(n));
+    be.gemm_prepared(1, 1, n, k, x.data(), k, form.data(), y.data(), n, 0, n, 8, k);
+    CHECK(std::isnan(y[5]));
+    CHECK(std::isfinite(y[4]));
+    // A form made for one row takes one row only.
+    const std::string rows = "2 rows of input for a [" + std::to_string(n) + ", 2500] weight prepared for 1 rows";
+    CHECK_THROWS_WITH_AS(be.gemm_prepared(2, 1, n, k, x.data(), k, form.data(), y.data(), n, 0, n, 0, k),
+                         doctest::Contains(rows.c_str()), Error);
+  };
+  check(0.0f);
+  check(0.0);
 }
 
 TEST_CASE("freeze: a run of matrix-vector layers shares one parallel region, any thread count") {

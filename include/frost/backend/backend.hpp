@@ -101,6 +101,8 @@ struct Backend {
   /// gemm_prepared_part says whether that form also takes parts of the
   /// product: y[:, n0:n1] = x[:, k0:k1] W[n0:n1, k0:k1]^T (y and x still at
   /// column 0), with n0 a multiple of the value returned (0: whole only).
+  /// gemm_prepared's `rows` is the m the form was made for; m may be fewer
+  /// (a linear chain's last block of rows).
   virtual std::int64_t gemm_prepared_size(std::int64_t m, std::int64_t n, std::int64_t k) {
     (void)m, (void)n, (void)k;
     return 0;
@@ -113,10 +115,10 @@ struct Backend {
     (void)m;
     return 0;
   }
-  virtual void gemm_prepared(std::int64_t m, std::int64_t n, std::int64_t k, const T* x, std::int64_t ldx,
-                             const T* prepared, T* y, std::int64_t ldy, std::int64_t n0, std::int64_t n1,
-                             std::int64_t k0, std::int64_t k1) {
-    (void)m, (void)n, (void)k, (void)x, (void)ldx, (void)prepared, (void)y, (void)ldy, (void)n0, (void)n1, (void)k0, (void)k1;
+  virtual void gemm_prepared(std::int64_t m, std::int64_t rows, std::int64_t n, std::int64_t k, const T* x,
+                             std::int64_t ldx, const T* prepared, T* y, std::int64_t ldy, std::int64_t n0,
+                             std::int64_t n1, std::int64_t k0, std::int64_t k1) {
+    (void)m, (void)rows, (void)n, (void)k, (void)x, (void)ldx, (void)prepared, (void)y, (void)ldy, (void)n0, (void)n1, (void)k0, (void)k1;
     unsupported("gemm_prepared");
   }
 

@@ -66,7 +66,7 @@ void linear_block(const Step& s, Bases b, std::int64_t n0, std::int64_t n1) {
   const std::int64_t lda = std::max<std::int64_t>(ta ? x.strides[1] : x.strides[0], 1);
   T* yp = ptr<T>(y, b) + n0;
   if (s.in.size() > 3)  // the CPU's panels of W (whole rows unless they take parts: takes_parts)
-    be.gemm_prepared(m, n, k, ptr<const T>(x, b), lda, ptr<const T>(s.in[3], b), ptr<T>(y, b), n, n0, n1, 0, k);
+    be.gemm_prepared(m, m, n, k, ptr<const T>(x, b), lda, ptr<const T>(s.in[3], b), ptr<T>(y, b), n, n0, n1, 0, k);
   else if (s.i0) be.gemm(ta, false, m, nb, k, T(1), ptr<const T>(x, b), lda, 0, ptr<const T>(w, b) + n0, n, 0, T(0), yp, n, 0, 1);
   else be.gemm(ta, true, m, nb, k, T(1), ptr<const T>(x, b), lda, 0, ptr<const T>(w, b) + n0 * w.strides[0],
                w.strides[0], 0, T(0), yp, n, 0, 1);
@@ -143,7 +143,7 @@ void linear_partial(const Step& next, Bases b, std::int64_t k0, std::int64_t k1,
   const Slot &x = next.in[0], &w = next.in[1];
   const std::int64_t m = x.shape[0], n = next.out[0].shape[1], lda = std::max<std::int64_t>(x.strides[0], 1);
   if (next.in.size() > 3) {  // panels that take parts (few_rows_linear)
-    be.gemm_prepared(m, n, x.shape[1], ptr<const T>(x, b), lda, ptr<const T>(next.in[3], b), out, n, 0, n, k0, k1);
+    be.gemm_prepared(m, m, n, x.shape[1], ptr<const T>(x, b), lda, ptr<const T>(next.in[3], b), out, n, 0, n, k0, k1);
     return;
   }
   const T* xp = ptr<const T>(x, b) + k0;
@@ -271,7 +271,7 @@ void run_linear_rows(const Step& s, Bases b) {
       const Slot& w = s.in[1 + 3 * l];
       const std::int64_t n = w.shape[0], k = w.shape[1];
       T* out = l + 1 == layers ? ptr<T>(y, b) + r0 * n : mine + static_cast<std::int64_t>(l % 2) * rows * widest;
-      be.gemm_prepared(nr, n, k, in, ld, ptr<const T>(s.in[3 + 3 * l], b), out, n, 0, n, 0, k);
+      be.gemm_prepared(nr, rows, n, k, in, ld, ptr<const T>(s.in[3 + 3 * l], b), out, n, 0, n, 0, k);
       bias_act<T>(out, n, nr, n, ptr<const T>(s.in[2 + 3 * l], b), static_cast<UnaryOp>(s.program[l].op));
       in = out;
       ld = n;

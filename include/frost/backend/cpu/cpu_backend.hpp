@@ -17,6 +17,7 @@
 #include "fused.hpp"
 #include "gemm.hpp"
 #include "gemv_panels.hpp"
+#include "gemv_rows.hpp"
 #include "index.hpp"
 #include "pool.hpp"
 #include "reduce.hpp"
@@ -62,20 +63,24 @@ struct CpuBackend final : Backend<T> {
   }
   // W^T in panels of 16 outputs (gemv_panels.hpp), for any number of rows:
   // up to 8, matrix-vector products (bound by reading W; parts split over
-  // threads); whole products of 8+, a GEMM with its sums in registers.
+  // threads); whole products of 8+, a GEMM with its sums in registers. For
+  // one row, W^T in kilobyte rows instead (gemv_rows.hpp): inputs that are
+  // zero are skipped, their weights never read.
   std::int64_t gemm_prepared_size(std::int64_t m, std::int64_t n, std::int64_t k) override {
-    if constexpr (FloatScalar<T>) return m >= 1 ? cpu::gemv_panels_size<T>(n, k) : 0;
+    if constexpr (FloatScalar<T>) return m == 1 ? cpu::gemv_rows_size<T>(n, k) : m > 1 ? cpu::gemv_panels_size<T>(n, k) : 0;
     else return 0;
   }
   void gemm_prepare(std::int64_t m, const T* w, std::int64_t n, std::int64_t k, T* prepared) override {
-    (void)m;
-    if constexpr (FloatScalar<T>) cpu::gemv_pack(w, n, k, prepared);
+    if constexpr (FloatScalar<T>) m == 1 ? cpu::gemv_rows_pack(w, n, k, prepared) : cpu::gemv_pack(w, n, k, prepared);
     else math_unsupported("gemm_prepare");
   }
   std::int64_t gemm_prepared_part(std::int64_t m) override { return m <= cpu::kGemvRows ? cpu::kGemvPanel : 0; }
-  void gemm_prepared(std::int64_t m, std::int64_t n, std::int64_t k, const T* x, std::int64_t ldx, const T* prepared,
-                     T* y, std::int64_t ldy, std::int64_t n0, std::int64_t n1, std::int64_t k0, std::int64_t k1) override {
+  void gemm_prepared(std::int64_t m, std::int64_t rows, std::int64_t n, std::int64_t k, const T* x, std::int64_t ldx,
+                     const T* prepared, T* y, std::int64_t ldy, std::int64_t n0, std::int64_t n1, std::int64_t k0,
+                     std::int64_t k1) override {
     if constexpr (FloatScalar<T>) {
+      FROST_CHECK(1 <= m && m <= rows, "frost::cpu::gemm_prepared: ", m, " rows of input for a [", n, ", ", k,
+                  "] weight prepared for ", rows, " rows (expected 1 to ", rows, ")");
       // Whole products of 8 rows (a linear chain's row blocks) take the GEMM's
       // 8 x 3-panel blocks: W read once, not once per 4 rows.
       const bool whole = n0 == 0 && n1 == n && k0 == 0 && k1 == k;
@@ -83,7 +88,8 @@ struct CpuBackend final : Backend<T> {
         FROST_CHECK(n0 % cpu::kGemvPanel == 0 && 0 <= n0 && n0 <= n1 && n1 <= n && 0 <= k0 && k0 <= k1 && k1 <= k,
                     "frost::cpu::gemm_prepared: outputs [", n0, ", ", n1, ") and inputs [", k0, ", ", k1,
                     ") are not a part of the matrix-vector panels of a [", n, ", ", k, "] weight");
-        cpu::gemv_panels(m, n, k, x, ldx, prepared, y, ldy, n0, n1, k0, k1);
+        if (rows == 1) cpu::gemv_rows(n, k, x, prepared, y, n0, n1, k0, k1);
+        else cpu::gemv_panels(m, n, k, x, ldx, prepared, y, ldy, n0, n1, k0, k1);
       } else {
         FROST_CHECK(n0 == 0 && n1 == n && k0 == 0 && k1 == k, "frost::cpu::gemm_prepared: the panels of a [", n, ", ", k,
                     "] weight take whole products only for ", m, " rows, not outputs [", n0, ", ", n1, ") and inputs [",
