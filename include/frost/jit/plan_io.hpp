@@ -19,7 +19,10 @@
 namespace frost::jit::detail {
 
 inline constexpr const char* kPlanFormat = "frost.plan";
-inline constexpr int kPlanVersion = 1;
+// 2: a one-row linear's prepared weight is gemv_rows.hpp's kilobyte rows
+// and a flag, one element more than version 1's panels (prepared buffers
+// are made again on load, but their sizes are in the saved graph).
+inline constexpr int kPlanVersion = 2;
 
 /// Everything a plan is, apart from its workspaces.
 struct PlanParts {
