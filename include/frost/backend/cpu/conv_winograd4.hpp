@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include <Eigen/Core>
@@ -80,6 +81,50 @@ inline void copy_run(const T* src, std::int64_t n, T* dst) {
   std::memcpy(dst + n - 4, src + n - 4, 4 * sizeof(T));
 }
 
+#if defined(__AVX512F__)
+/// The real tiles of rows of all tiles (tile q = ty row + tx, the spare one
+/// at tx = tw), 16 at a time: one two-vector permute a block instead of a
+/// 4-element copy a tile row (144 copies a channel at 16x16 outputs). A
+/// block's 16 tiles lie within 31 of its first, so two loads hold them.
+class TileCompactor {
+ public:
+  static constexpr std::int64_t kMaxBlocks = 16;  // planes of up to 256 real tiles (64x64 outputs)
+  static bool fits(const WinogradShape& s) { return s.th * s.tw <= 16 * kMaxBlocks; }
+  explicit TileCompactor(const WinogradShape& s) : n_(s.th * s.tw) {
+    for (std::int64_t b = 0; b * 16 < n_; ++b) {
+      auto q = [&](std::int64_t r) { return r / s.tw * s.row + r % s.tw; };
+      const std::int64_t r0 = 16 * b;
+      base_[b] = q(r0);
+      alignas(64) std::int32_t at[16];
+      for (std::int64_t l = 0; l < 16; ++l) at[l] = static_cast<std::int32_t>(r0 + l < n_ ? q(r0 + l) - base_[b] : 0);
+      idx_[b] = _mm512_load_si512(at);
+      // Both loads stay inside the row (the last row ends the buffer).
+      auto lanes = [&](std::int64_t from) {
+        return static_cast<__mmask16>((1u << std::clamp<std::int64_t>(s.tiles - from, 0, 16)) - 1);
+      };
+      lo_[b] = lanes(base_[b]);
+      hi_[b] = lanes(base_[b] + 16);
+      out_[b] = static_cast<__mmask16>((1u << std::min<std::int64_t>(16, n_ - r0)) - 1);
+    }
+  }
+  /// dst[0, n) = the real tiles of src (one row of all tiles).
+  void operator()(const float* src, float* dst) const {
+    for (std::int64_t b = 0; b * 16 < n_; ++b) {
+      const float* p = src + base_[b];
+      const __m512 v =
+          _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo_[b], p), idx_[b], _mm512_maskz_loadu_ps(hi_[b], p + 16));
+      _mm512_mask_storeu_ps(dst + 16 * b, out_[b], v);
+    }
+  }
+
+ private:
+  std::int64_t n_;
+  std::int64_t base_[kMaxBlocks];
+  __m512i idx_[kMaxBlocks];
+  __mmask16 lo_[kMaxBlocks], hi_[kMaxBlocks], out_[kMaxBlocks];
+};
+#endif
+
 /// winograd4_inputs' work: 4 row phase planes, B^T d (6 rows of 4 columns a
 /// tile) and the transformed tiles with the spare ones (36 rows).
 inline std::int64_t winograd4_inputs_work(const WinogradShape& s) {
@@ -100,6 +145,10 @@ void winograd4_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x,
   T* Tr = work + 4 * psize;  // Tr[a][4 q + j]: row a of B^T d, patch column j of tile q
   T* Vt = Tr + 24 * L;       // Vt[k][q]: q over the tiles with the spare ones
   const std::int64_t left = std::min(p.pad_w, Wp), width = std::clamp<std::int64_t>(Wp - p.pad_w, 0, W);
+#if defined(__AVX512F__)
+  std::optional<TileCompactor> compact;
+  if (std::is_same_v<T, float> && TileCompactor::fits(s)) compact.emplace(s);
+#endif
   for (std::int64_t c = 0; c < p.in_channels; ++c) {
     const T* xc = x + c * H * W;
     // The next plane, while this one is transformed: its rows are read in
@@ -158,6 +207,13 @@ void winograd4_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x,
       }
     }
     T* vc = V + c * cs;
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<T, float>)
+      if (compact) {
+        for (int k = 0; k < 36; ++k) (*compact)(Vt + k * L, vc + k * ks);
+        continue;
+      }
+#endif
     for (int k = 0; k < 36; ++k)
       for (std::int64_t ty = 0; ty < s.th; ++ty) copy_run(Vt + k * L + ty * s.row, s.tw, vc + k * ks + ty * s.tw);
   }
