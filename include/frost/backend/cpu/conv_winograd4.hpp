@@ -90,21 +90,26 @@ class TileCompactor {
  public:
   static constexpr std::int64_t kMaxBlocks = 16;  // planes of up to 256 real tiles (64x64 outputs)
   static bool fits(const WinogradShape& s) { return s.th * s.tw <= 16 * kMaxBlocks; }
+  // Made on every winograd4_inputs call (each image): real tile r's place
+  // q = ty row + tx counted along, no division a tile.
   explicit TileCompactor(const WinogradShape& s) : n_(s.th * s.tw) {
+    // Lanes [0, 16) of a load from `from` that stay inside the row (the last row ends the buffer).
+    auto lanes = [&](std::int64_t from) {
+      return static_cast<__mmask16>((1u << std::clamp<std::int64_t>(s.tiles - from, 0, 16)) - 1);
+    };
+    std::int64_t q = 0, tx = 0;
     for (std::int64_t b = 0; b * 16 < n_; ++b) {
-      auto q = [&](std::int64_t r) { return r / s.tw * s.row + r % s.tw; };
-      const std::int64_t r0 = 16 * b;
-      base_[b] = q(r0);
-      alignas(64) std::int32_t at[16];
-      for (std::int64_t l = 0; l < 16; ++l) at[l] = static_cast<std::int32_t>(r0 + l < n_ ? q(r0 + l) - base_[b] : 0);
+      base_[b] = q;
+      alignas(64) std::int32_t at[16] = {};
+      for (std::int64_t l = 0; l < 16 && 16 * b + l < n_; ++l) {
+        at[l] = static_cast<std::int32_t>(q - base_[b]);
+        if (++tx < s.tw) ++q;
+        else tx = 0, q += s.row - s.tw + 1;  // past the spare tile
+      }
       idx_[b] = _mm512_load_si512(at);
-      // Both loads stay inside the row (the last row ends the buffer).
-      auto lanes = [&](std::int64_t from) {
-        return static_cast<__mmask16>((1u << std::clamp<std::int64_t>(s.tiles - from, 0, 16)) - 1);
-      };
       lo_[b] = lanes(base_[b]);
       hi_[b] = lanes(base_[b] + 16);
-      out_[b] = static_cast<__mmask16>((1u << std::min<std::int64_t>(16, n_ - r0)) - 1);
+      out_[b] = static_cast<__mmask16>((1u << std::min<std::int64_t>(16, n_ - 16 * b)) - 1);
     }
   }
   /// dst[0, n) = the real tiles of src (one row of all tiles).
@@ -147,7 +152,8 @@ void winograd4_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x,
   const std::int64_t left = std::min(p.pad_w, Wp), width = std::clamp<std::int64_t>(Wp - p.pad_w, 0, W);
 #if defined(__AVX512F__)
   std::optional<TileCompactor> compact;
-  if (std::is_same_v<T, float> && TileCompactor::fits(s)) compact.emplace(s);
+  if constexpr (std::is_same_v<T, float>)
+    if (TileCompactor::fits(s)) compact.emplace(s);
 #endif
   for (std::int64_t c = 0; c < p.in_channels; ++c) {
     const T* xc = x + c * H * W;
@@ -209,7 +215,7 @@ void winograd4_inputs(const Conv2dParams& p, const WinogradShape& s, const T* x,
     T* vc = V + c * cs;
 #if defined(__AVX512F__)
     if constexpr (std::is_same_v<T, float>)
-      if (compact) {
+      if (compact) {  // float only
         for (int k = 0; k < 36; ++k) (*compact)(Vt + k * L, vc + k * ks);
         continue;
       }
