@@ -457,6 +457,69 @@ TEST_CASE("freeze: a run of matrix-vector layers shares one parallel region, any
   }
 }
 
+TEST_CASE("memory plan: one-row linears write over their input; the MLP's arena at batch 1 is one hidden vector") {
+  manual_seed(32);
+  auto mlp = guide::make_mlp();
+  mlp->eval();
+  const T x = T::randn({1, 784});
+  const T eager = [&] { InferenceMode im; return mlp(x); }();
+  auto plan = jit::freeze(mlp, x);
+  // 784 -> 256 -> 256 -> 10: the second and third layers write over the first's output.
+  CHECK(plan.arena_bytes() == 256 * 4);
+  CHECK(reported(plan, "2 written in place"));
+  int over = 0;
+  for (const auto& s : plan.graph().steps) over += jit::writes_over_input(s);
+  CHECK(over == 2);
+  frost::reset_peak_memory_stats();
+  const auto before = memory_stats().current_bytes;
+  {
+    InferenceMode im;
+    mlp(x);
+  }
+  CHECK(2 * plan.arena_bytes() <= memory_stats().peak_bytes - before);
+  // Every way the layers run: one thread, split over threads (the second
+  // layer by its inputs), and from threads of the caller's own.
+#ifdef _OPENMP
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    CHECK(close(plan.run(x), eager));
+  }
+  omp_set_num_threads(saved);
+  int bad = 0;
+#pragma omp parallel num_threads(2) reduction(+ : bad)
+  bad += !close(plan.run(x), eager);
+  CHECK(bad == 0);
+#endif
+  auto loaded = saved_and_loaded(plan);
+  CHECK(loaded.arena_bytes() == plan.arena_bytes());
+  CHECK(max_diff(loaded.run(x), plan.run(x)) == 0);
+  // Not when the weights are not the CPU's prepared ones, nor for several rows.
+  jit::FreezeOptions plain;
+  plain.prepare_weights = false;
+  CHECK(jit::freeze<float>(jit::trace(mlp, x), plain).arena_bytes() == 2 * 256 * 4);
+  CHECK(jit::freeze(mlp, T::randn({2, 784})).arena_bytes() >= 2 * 2 * 256 * 4);
+  // A plan file may not ask for it elsewhere.
+  jit::Graph g = plan.graph();
+  std::vector<std::int64_t> offsets(g.buffers.size(), 0);
+  auto rejected = [&](const jit::Graph& b) {
+    CHECK_THROWS_WITH_AS(jit::detail::validate_plan(b, offsets, std::int64_t{1} << 30, "test"),
+                         doctest::Contains("may write over its input"), Error);
+  };
+  jit::Graph unprepared = g;
+  unprepared.steps[1].in.pop_back();
+  rejected(unprepared);
+  manual_seed(33);
+  auto wide = nn::Sequential(nn::Linear(10, 2000), nn::ReLU(), nn::Linear(2000, 8));
+  wide->eval();
+  jit::Graph big = jit::freeze(wide, T::randn({1, 10})).graph();
+  REQUIRE(big.steps.size() == 2);
+  CHECK(!jit::writes_over_input(big.steps[1]));  // 8000 bytes of input: more than a stack copy takes
+  big.steps[1].out[0].buf = big.steps[1].in[0].buf;
+  offsets.assign(big.buffers.size(), 0);
+  rejected(big);
+}
+
 TEST_CASE("freeze pass: elementwise chains become one fused kernel") {
   auto f = [](const T& a, const T& b) { return ((a * b + 1.0f).tanh() - a).relu(); };
   const auto a = T::randn({3, 70}), b = T::randn({3, 70});

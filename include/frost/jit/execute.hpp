@@ -55,10 +55,26 @@ void linear_epilogue(const Step& s, Bases b, T* yp, std::int64_t n0, std::int64_
   bias_act<T>(yp, s.out[0].shape[1], s.in[0].shape[0], n1 - n0, bp, static_cast<UnaryOp>(s.op));
 }
 
-/// y[:, n0:n1] = act(x W[n0:n1]^T + b[n0:n1]) (W packed [K, N]: its columns
-/// n0:n1): the GEMM, then bias and activation while the block is in cache.
+/// The input a linear step reads: x where it is, or, when the step writes
+/// over it (writes_over_input), its row copied to `row` (kInPlaceRowBytes).
+/// The caller copies before any thread writes and lets every thread read the copy.
 template <class T>
-void linear_block(const Step& s, Bases b, std::int64_t n0, std::int64_t n1) {
+const T* linear_input(const Step& s, Bases b, T* row) {
+  const T* x = ptr<const T>(s.in[0], b);
+  if (!writes_over_input(s)) return x;
+  const std::int64_t k = s.in[0].shape[1];
+  // The loader admits no other form (validate.hpp); a check costs nothing next to the product.
+  FROST_CHECK(s.in[0].shape[0] == 1 && k * static_cast<std::int64_t>(sizeof(T)) <= kInPlaceRowBytes,
+              "frost::jit: a linear over ", s.in[0].shape.str(), " cannot write over its input");
+  std::copy_n(x, k, row);
+  return row;
+}
+
+/// y[:, n0:n1] = act(x W[n0:n1]^T + b[n0:n1]) (W packed [K, N]: its columns
+/// n0:n1), x's data at `xp` (linear_input): the GEMM, then bias and
+/// activation while the block is in cache.
+template <class T>
+void linear_block(const Step& s, Bases b, const T* xp, std::int64_t n0, std::int64_t n1) {
   Backend<T>& be = backend_for<T>(Device::cpu());
   const Slot &x = s.in[0], &w = s.in[1], &y = s.out[0];
   const std::int64_t m = x.shape[0], k = x.shape[1], n = y.shape[1], nb = n1 - n0;
@@ -66,11 +82,16 @@ void linear_block(const Step& s, Bases b, std::int64_t n0, std::int64_t n1) {
   const std::int64_t lda = std::max<std::int64_t>(ta ? x.strides[1] : x.strides[0], 1);
   T* yp = ptr<T>(y, b) + n0;
   if (s.in.size() > 3)  // the CPU's panels of W (whole rows unless they take parts: takes_parts)
-    be.gemm_prepared(m, m, n, k, ptr<const T>(x, b), lda, ptr<const T>(s.in[3], b), ptr<T>(y, b), n, n0, n1, 0, k);
-  else if (s.i0) be.gemm(ta, false, m, nb, k, T(1), ptr<const T>(x, b), lda, 0, ptr<const T>(w, b) + n0, n, 0, T(0), yp, n, 0, 1);
-  else be.gemm(ta, true, m, nb, k, T(1), ptr<const T>(x, b), lda, 0, ptr<const T>(w, b) + n0 * w.strides[0],
-               w.strides[0], 0, T(0), yp, n, 0, 1);
+    be.gemm_prepared(m, m, n, k, xp, lda, ptr<const T>(s.in[3], b), ptr<T>(y, b), n, n0, n1, 0, k);
+  else if (s.i0) be.gemm(ta, false, m, nb, k, T(1), xp, lda, 0, ptr<const T>(w, b) + n0, n, 0, T(0), yp, n, 0, 1);
+  else be.gemm(ta, true, m, nb, k, T(1), xp, lda, 0, ptr<const T>(w, b) + n0 * w.strides[0], w.strides[0], 0, T(0), yp, n, 0, 1);
   linear_epilogue<T>(s, b, yp, n0, n1);
+}
+/// ... over all of y, on this thread.
+template <class T>
+void linear_whole(const Step& s, Bases b) {
+  alignas(64) T row[kInPlaceRowBytes / sizeof(T)];
+  linear_block<T>(s, b, linear_input<T>(s, b, row), 0, s.out[0].shape[1]);
 }
 
 /// True when a linear step's product can be done in parts (outputs from
@@ -102,9 +123,9 @@ inline std::pair<std::int64_t, std::int64_t> share(std::int64_t n, std::int64_t 
   return {n0, t + 1 == nt ? n : std::min(n, n0 + per)};
 }
 template <class T>
-void linear_share(const Step& s, Bases b, std::int64_t t, std::int64_t nt) {
+void linear_share(const Step& s, Bases b, const T* xp, std::int64_t t, std::int64_t nt) {
   const auto [n0, n1] = share(s.out[0].shape[1], t, nt);
-  if (n0 < n1) linear_block<T>(s, b, n0, n1);
+  if (n0 < n1) linear_block<T>(s, b, xp, n0, n1);
 }
 
 /// y = act(x W^T + b), split over the threads when split_linear.
@@ -113,12 +134,14 @@ void run_linear(const Step& s, Bases b) {
 #if defined(_OPENMP)
   const int threads = omp_get_max_threads();
   if (split_linear(s) && threads > 1 && !omp_in_parallel()) {
+    alignas(64) T row[kInPlaceRowBytes / sizeof(T)];
+    const T* xp = linear_input<T>(s, b, row);
 #pragma omp parallel num_threads(threads)
-    linear_share<T>(s, b, omp_get_thread_num(), omp_get_num_threads());
+    linear_share<T>(s, b, xp, omp_get_thread_num(), omp_get_num_threads());
     return;
   }
 #endif
-  linear_block<T>(s, b, 0, s.out[0].shape[1]);
+  linear_whole<T>(s, b);
 }
 
 /// The partial sums of a layer split by its inputs live on the calling
@@ -185,13 +208,24 @@ void run_few_rows_chain(const Step* s, std::size_t count, Bases b) {
   auto paired = [&](std::size_t i) { return i + 1 < last && pairs_with(s[i], s[i + 1], threads, sizeof(T)); };
   std::int64_t team = 1;
   std::size_t unreduced = count;  // the paired layer whose partial sums are left for after the region
+  alignas(64) T row[kInPlaceRowBytes / sizeof(T)];
+  // Layer i's input for thread t. One that writes over its input is copied
+  // first, by thread 0, before any thread writes (the second layer of a pair
+  // needs no copy: its sums wait for the barrier).
+  auto input = [&](std::size_t i, std::int64_t t, auto&& sync) -> const T* {
+    if (!writes_over_input(s[i])) return ptr<const T>(s[i].in[0], b);
+    if (t == 0) linear_input<T>(s[i], b, row);
+    if (split_linear(s[i])) sync();
+    return row;
+  };
   // Thread t of nt; `sync` waits for the others.
   auto body = [&](std::int64_t t, std::int64_t nt, auto&& sync) {
     for (std::size_t i = 0; i < last;) {
+      const T* xp = input(i, t, sync);
       if (paired(i)) {
         const auto [k0, k1] = share(s[i].out[0].shape[1], t, nt);
         if (k0 < k1) {
-          linear_block<T>(s[i], b, k0, k1);
+          linear_block<T>(s[i], b, xp, k0, k1);
           linear_partial<T>(s[i + 1], b, k0, k1, partial + t * s[i + 1].in[0].shape[0] * s[i + 1].out[0].shape[1]);
         }
         i += 2;
@@ -203,8 +237,8 @@ void run_few_rows_chain(const Step* s, std::size_t count, Bases b) {
         const auto [j0, j1] = share(s[i - 1].out[0].shape[1], t, nt);
         if (j0 < j1) reduce_partials<T>(s[i - 1], b, partial, nt, j0, j1);
       } else {
-        if (split_linear(s[i])) linear_share<T>(s[i], b, t, nt);
-        else if (t == 0) linear_block<T>(s[i], b, 0, s[i].out[0].shape[1]);
+        if (split_linear(s[i])) linear_share<T>(s[i], b, xp, t, nt);
+        else if (t == 0) linear_block<T>(s[i], b, xp, 0, s[i].out[0].shape[1]);
         ++i;
         if (i == last) break;
       }
@@ -221,9 +255,9 @@ void run_few_rows_chain(const Step* s, std::size_t count, Bases b) {
 #pragma omp barrier
   });
   if (unreduced < count) reduce_partials<T>(s[unreduced], b, partial, team, 0, s[unreduced].out[0].shape[1]);
-  for (std::size_t i = last; i < count; ++i) linear_block<T>(s[i], b, 0, s[i].out[0].shape[1]);
+  for (std::size_t i = last; i < count; ++i) linear_whole<T>(s[i], b);
 #else
-  for (std::size_t i = 0; i < count; ++i) linear_block<T>(s[i], b, 0, s[i].out[0].shape[1]);
+  for (std::size_t i = 0; i < count; ++i) linear_whole<T>(s[i], b);
 #endif
 }
 
@@ -306,6 +340,9 @@ void run_elementwise(Backend<T>& be, const Step& s, Bases b) {
 /// epilogues on CUDA) over the whole batch.
 template <class T>
 void run_linear_device(Backend<T>& be, const Step& s, Bases b) {
+  // Only the CPU's prepared linears write over their input, and devices freeze again without them.
+  FROST_CHECK(!writes_over_input(s), "frost::jit: a linear writing over its input runs on the CPU only, not ",
+              be.device().str());
   const Slot &x = s.in[0], &w = s.in[1], &bias = s.in[2], &y = s.out[0];
   const std::int64_t m = x.shape[0], k = x.shape[1], n = y.shape[1];
   const bool ta = x.strides[1] != 1 && m > 1;

@@ -102,6 +102,16 @@ struct Step {
   std::string note;                       // what a pass made of it
 };
 
+/// A one-row linear over prepared weights (the CPU's) may write its output
+/// over its input, as an MLP's hidden layers do at batch 1 (the arena then
+/// holds one hidden vector, not two): its runner first copies the input row
+/// to the stack, at most this many bytes, and every thread reads that copy.
+inline constexpr std::int64_t kInPlaceRowBytes = 4096;
+inline bool writes_over_input(const Step& s) {
+  return s.kind == StepKind::linear && s.out.size() == 1 && !s.in.empty() && s.out[0].buf >= 0 &&
+         s.out[0].buf == s.in[0].buf;
+}
+
 /// Name of the fused activation of a conv2d / linear step ("" for none).
 inline std::string act_name(int op) {
   return static_cast<UnaryOp>(op) == UnaryOp::copy ? std::string() : op_name(static_cast<UnaryOp>(op));

@@ -22,7 +22,9 @@ inline constexpr const char* kPlanFormat = "frost.plan";
 // 2: a one-row linear's prepared weight is gemv_rows.hpp's kilobyte rows
 // and a flag, one element more than version 1's panels (prepared buffers
 // are made again on load, but their sizes are in the saved graph).
-inline constexpr int kPlanVersion = 2;
+// 3: a one-row linear may write over its input (writes_over_input), which
+// version 2's runner would read as it wrote.
+inline constexpr int kPlanVersion = 3;
 
 /// Everything a plan is, apart from its workspaces.
 struct PlanParts {

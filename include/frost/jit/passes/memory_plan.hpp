@@ -1,7 +1,7 @@
 // The last freeze pass: every intermediate gets an offset in one arena.
-// Elementwise steps write over an input that dies with them (in-place
-// reuse); then buffers are placed largest first at the lowest offset free
-// for their whole lifetime (first to last step touching them).
+// Elementwise steps and one-row linears write over an input that dies with
+// them (in-place reuse); then buffers are placed largest first at the
+// lowest offset free for their whole lifetime (first to last step touching them).
 #pragma once
 #include "common.hpp"
 
@@ -14,6 +14,21 @@ struct MemoryPlan {
 
 inline std::int64_t buffer_bytes(const Buffer& b) {
   return (b.numel * static_cast<std::int64_t>(detail::dtype_size(b.dtype)) + 63) / 64 * 64;
+}
+
+/// Bytes of the intermediates some step or output uses.
+inline std::int64_t intermediate_bytes(const Graph& g) {
+  std::vector<bool> used(g.buffers.size(), false);
+  for (const Step& s : g.steps)
+    for (const auto* list : {&s.in, &s.out})
+      for (const auto& x : *list)
+        if (x.buf >= 0) used[static_cast<std::size_t>(x.buf)] = true;
+  for (const auto& o : g.outputs)
+    if (o.buf >= 0) used[static_cast<std::size_t>(o.buf)] = true;
+  std::int64_t n = 0;
+  for (std::size_t b = 0; b < g.buffers.size(); ++b)
+    if (used[b] && g.buffers[b].kind == BufferKind::intermediate) n += buffer_bytes(g.buffers[b]);
+  return n;
 }
 
 /// Outputs live in the arena: results that are inputs or constants are copied there at the end.
@@ -39,20 +54,24 @@ inline void materialize_outputs(FreezeState& st) {
   }
 }
 
-/// Elementwise steps whose input dies with them write over it.
+/// Elementwise steps whose input dies with them write over it, and so do
+/// one-row linears over the CPU's prepared weights whose input row is at
+/// most kInPlaceRowBytes (the runner reads a copy: linear_input).
 inline int reuse_in_place(Graph& g) {
   int n = 0;
   rewrite_to_fixpoint(g, [&](const Uses& u, std::size_t k) {
     const Step& s = g.steps[k];
     const bool elementwise = s.kind == StepKind::unary || s.kind == StepKind::binary ||
                              s.kind == StepKind::elementwise || s.kind == StepKind::batch_norm;
-    if (!elementwise || s.dtype == DType::int64) return false;
+    const bool row = s.kind == StepKind::linear && s.in.size() == 4 && s.in[0].shape[0] == 1 &&
+                     s.in[0].numel() * static_cast<std::int64_t>(detail::dtype_size(s.dtype)) <= kInPlaceRowBytes;
+    if (!(elementwise || row) || s.dtype == DType::int64) return false;
     const int y = s.out[0].buf;
     const Buffer& yb = g.buffers[static_cast<std::size_t>(y)];
     if (yb.kind != BufferKind::intermediate || !s.out[0].covers(yb.numel) || u.writers[static_cast<std::size_t>(y)].size() != 1)
       return false;
-    // batch norm's other inputs are its constant scale and shift
-    const std::size_t candidates = s.kind == StepKind::batch_norm ? 1 : s.in.size();
+    // batch norm's other inputs are its constant scale and shift; a linear's its weights
+    const std::size_t candidates = elementwise && s.kind != StepKind::batch_norm ? s.in.size() : 1;
     for (std::size_t i = 0; i < candidates; ++i) {
       const int x = s.in[i].buf;
       if (x < 0 || x == y) continue;
@@ -60,9 +79,12 @@ inline int reuse_in_place(Graph& g) {
       const auto& rd = u.readers[static_cast<std::size_t>(x)];
       const auto& wr = u.writers[static_cast<std::size_t>(x)];
       const auto later = [&](int j) { return j > static_cast<int>(k); };
-      if (xb.kind != BufferKind::intermediate || xb.numel != yb.numel || xb.dtype != yb.dtype ||
-          !s.in[i].covers(xb.numel) || u.output[static_cast<std::size_t>(x)] || std::any_of(rd.begin(), rd.end(), later) ||
-          std::any_of(wr.begin(), wr.end(), later))
+      // A linear's output may be the smaller, and its input the front of a
+      // larger buffer that dies with it: y takes the front of that buffer.
+      const bool fits = row ? s.in[i].offset == 0 && s.in[i].dense() && yb.numel <= xb.numel
+                            : s.in[i].covers(xb.numel) && xb.numel == yb.numel;
+      if (xb.kind != BufferKind::intermediate || !fits || xb.dtype != yb.dtype || u.output[static_cast<std::size_t>(x)] ||
+          std::any_of(rd.begin(), rd.end(), later) || std::any_of(wr.begin(), wr.end(), later))
         continue;
       alias(g, y, x, k);
       ++n;
@@ -76,6 +98,7 @@ inline int reuse_in_place(Graph& g) {
 /// Offsets for every intermediate in one arena, by liveness.
 inline MemoryPlan plan_memory(FreezeState& st) {
   Graph& g = st.g;
+  const std::int64_t total = intermediate_bytes(g);  // each in a place of its own
   const int in_place = reuse_in_place(g);
   const std::size_t nb = g.buffers.size();
   std::vector<int> first(nb, -1), last(nb, -1);
@@ -92,12 +115,8 @@ inline MemoryPlan plan_memory(FreezeState& st) {
   for (const auto& o : g.outputs)
     if (o.buf >= 0) last[static_cast<std::size_t>(o.buf)] = end;  // alive when run() returns
   std::vector<int> order;
-  std::int64_t total = 0;
   for (std::size_t b = 0; b < nb; ++b)
-    if (g.buffers[b].kind == BufferKind::intermediate && first[b] >= 0) {
-      order.push_back(static_cast<int>(b));
-      total += buffer_bytes(g.buffers[b]);
-    }
+    if (g.buffers[b].kind == BufferKind::intermediate && first[b] >= 0) order.push_back(static_cast<int>(b));
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return buffer_bytes(g.buffers[static_cast<std::size_t>(a)]) > buffer_bytes(g.buffers[static_cast<std::size_t>(b)]);
   });
