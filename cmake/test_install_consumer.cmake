@@ -37,6 +37,12 @@ endif()
 if(CONFIG)
   list(APPEND configure_args "-DCMAKE_BUILD_TYPE=${CONFIG}")
 endif()
+# A frost built with CUDA: the consumer links frost::cuda too (one
+# architecture, to compile its kernels once; no GPU is needed to build).
+if(CUDA_COMPILER)
+  list(APPEND configure_args -DFROST_CONSUMER_CUDA=ON "-DCMAKE_CUDA_COMPILER=${CUDA_COMPILER}"
+    -DCMAKE_CUDA_ARCHITECTURES=90)
+endif()
 # Dependencies found somewhere unusual for frost's own build must be found there again.
 foreach(dep Eigen3_DIR nlohmann_json_DIR)
   if(${dep})
@@ -57,7 +63,11 @@ endif()
 
 run("${CMAKE_COMMAND}" --build "${build}" ${config_args})
 
-foreach(name frost_install_consumer frost_install_consumer_compiled)
+set(consumers frost_install_consumer frost_install_consumer_compiled)
+if(CUDA_COMPILER)
+  list(APPEND consumers frost_install_consumer_cuda)
+endif()
+foreach(name IN LISTS consumers)
   set(consumer)
   foreach(candidate "${build}/${name}" "${build}/${name}.exe" "${build}/${CONFIG}/${name}.exe")
     if(NOT consumer AND EXISTS "${candidate}" AND NOT IS_DIRECTORY "${candidate}")
