@@ -2,8 +2,9 @@
 // and as a frozen jit plan, side by side in one run, for the guide's
 // ResearchModel, ResearchModelBN, the 784-256-256-10 MLP and AdaptiveResNet
 // at batch 1 and 64. Prints a table of median latency, throughput, peak
-// tensor memory and the frozen/eager ratios; `--json FILE` also writes the
-// rows as a JSON array. `--device cuda` runs both on the GPU (the model
+// tensor memory and the frozen/eager ratios, then, at batch 1, percentiles
+// of single calls timed one by one; `--json FILE` also writes the rows as a
+// JSON array. `--device cuda` runs both on the GPU (the model
 // moved with module.to, the plan with Plan::to, which replays it as a CUDA
 // Graph); it needs a build with frost::cuda. Google Benchmark's own flags
 // pass through.
@@ -12,6 +13,8 @@
 //   build/gpu/bench_eager_vs_frozen --device cuda
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -125,6 +128,27 @@ class Collector : public benchmark::ConsoleReporter {
   }
 };
 
+/// Percentiles of single calls, each timed alone (seconds). Google
+/// Benchmark's figure is a repetition's mean, which a noisy machine's slow
+/// calls pull up: a microsecond-scale plan's mean can sit 20% above its median.
+struct CallLatency {
+  double p50 = 0, p90 = 0;
+};
+template <class F>
+CallLatency per_call(F&& call, double budget_s) {
+  using clock = std::chrono::steady_clock;
+  auto secs = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  std::vector<double> t;
+  const auto start = clock::now();
+  while (t.size() < 100 || (t.size() < 100000 && secs(clock::now() - start) < budget_s)) {
+    const auto a = clock::now();
+    call();
+    t.push_back(secs(clock::now() - a));
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t[t.size() * 9 / 10]};
+}
+
 std::string key(const Case& c, const char* mode) { return c.model + "/batch" + std::to_string(c.batch) + "/" + mode; }
 
 }  // namespace
@@ -171,6 +195,24 @@ int main(int argc, char** argv) {
   nlohmann::json rows = nlohmann::json::array();
   std::printf("\n%-16s %5s %11s %11s %8s %13s %13s %9s\n", "model", "batch", "eager ms", "frozen ms", "speedup",
               "eager peak B", "frozen peak B", "mem ratio");
+  std::map<std::string, CallLatency> calls;  // batch 1: key -> percentiles
+  for (auto& c : cases) {
+    if (c.batch != 1 || !rep.median_s.count(key(c, "eager")) || !rep.median_s.count(key(c, "frozen"))) continue;
+    {
+      frost::InferenceMode im;
+      calls[key(c, "eager")] = per_call([&] {
+        benchmark::DoNotOptimize(c.eager(c.x).data());
+        wait_for_device();
+      }, 0.2);
+    }
+    std::vector<T> out;
+    calls[key(c, "frozen")] = per_call([&] {
+      c.plan->run_into({c.x}, out);
+      benchmark::DoNotOptimize(out[0].data());
+      wait_for_device();
+      out.clear();
+    }, 0.2);
+  }
   for (const auto& c : cases) {
     const auto e = rep.median_s.find(key(c, "eager")), f = rep.median_s.find(key(c, "frozen"));
     if (e == rep.median_s.end() || f == rep.median_s.end()) continue;  // filtered out
@@ -178,12 +220,27 @@ int main(int argc, char** argv) {
                 f->second * 1e3, e->second / f->second, static_cast<long long>(c.eager_peak),
                 static_cast<long long>(c.frozen_peak),
                 c.eager_peak > 0 ? double(c.frozen_peak) / double(c.eager_peak) : 0.0);
-    for (const auto& [mode, secs, peak] : {std::tuple{"eager", e->second, c.eager_peak}, std::tuple{"frozen", f->second, c.frozen_peak}})
-      rows.push_back({{"model", c.model}, {"batch", c.batch}, {"mode", mode}, {"median_ms", secs * 1e3},
-                      {"items_per_s", c.batch / secs}, {"peak_bytes", peak}});
+    for (const auto& [mode, secs, peak] : {std::tuple{"eager", e->second, c.eager_peak}, std::tuple{"frozen", f->second, c.frozen_peak}}) {
+      nlohmann::json row = {{"model", c.model}, {"batch", c.batch}, {"mode", mode}, {"median_ms", secs * 1e3},
+                            {"items_per_s", c.batch / secs}, {"peak_bytes", peak}};
+      if (const auto l = calls.find(key(c, mode)); l != calls.end())
+        row["call_p50_ms"] = l->second.p50 * 1e3, row["call_p90_ms"] = l->second.p90 * 1e3;
+      rows.push_back(std::move(row));
+    }
   }
   std::printf("(%s; speedup = eager / frozen median latency; mem ratio = frozen / eager peak tensor bytes per call)\n",
               g_device.str().c_str());
+  if (!calls.empty()) {
+    std::printf("\nbatch 1, single calls timed one by one (the table above: medians of repetitions' means):\n");
+    std::printf("%-16s %13s %13s %13s %13s %8s\n", "model", "eager p50 ms", "eager p90 ms", "frozen p50 ms",
+                "frozen p90 ms", "speedup");
+    for (const auto& c : cases) {
+      const auto e = calls.find(key(c, "eager")), f = calls.find(key(c, "frozen"));
+      if (e == calls.end() || f == calls.end()) continue;
+      std::printf("%-16s %13.4f %13.4f %13.4f %13.4f %7.2fx\n", c.model.c_str(), e->second.p50 * 1e3,
+                  e->second.p90 * 1e3, f->second.p50 * 1e3, f->second.p90 * 1e3, e->second.p50 / f->second.p50);
+    }
+  }
   if (!json_path.empty()) {
     std::ofstream(json_path) << rows.dump(2) << "\n";
     std::printf("wrote %s\n", json_path.c_str());
