@@ -323,6 +323,9 @@ std::vector<Row> conv_pool_rows() {
       row("avg_pool2d", {{3, 4, 4}}, u, FN(frost::avg_pool2d(x[0], 2, {.stride = 1})), pooled({2, 2, 1, 1}, false, true))
           .with_note("unbatched input"),
       row("avg_pool2d", {{2, 2, 4, 6}}, u, FN(frost::avg_pool2d(x[0], 2)), pooled({2, 2, 2, 2}, false)).layout({kE}),
+      row("avg_pool2d", {{1, 2, 3, 70}}, u, FN(frost::avg_pool2d(x[0], {2, 66}, {.stride = {1, 2}, .padding = {1, 0}})),
+          pooled({2, 66, 1, 2, 1, 0}, false))
+          .with_note("windows 66 wide: each row's run in vector partial sums"),
       // ---- adaptive_avg_pool2d ---------------------------------------------------
       row("adaptive_avg_pool2d", {{2, 3, 7, 5}}, u, FN(frost::adaptive_avg_pool2d(x[0], {3, 2})),
           REF(adaptive_ref(x[0], 3, 2)))
@@ -333,6 +336,8 @@ std::vector<Row> conv_pool_rows() {
       row("adaptive_avg_pool2d", {{2, 3, 5, 4}}, u, FN(frost::adaptive_avg_pool2d(x[0], 1)), REF(adaptive_ref(x[0], 1, 1)))
           .layout({kT})
           .with_note("global"),
+      row("adaptive_avg_pool2d", {{2, 2, 8, 9}}, u, FN(frost::adaptive_avg_pool2d(x[0], 1)), REF(adaptive_ref(x[0], 1, 1)))
+          .with_note("global over 72 values: one run in vector partial sums"),
       row("adaptive_avg_pool2d", {{2, 3, 4}}, u, FN(frost::adaptive_avg_pool2d(x[0], {5, 3})),
           [](const std::vector<Arr>& x) { return unbatched(adaptive_ref(batched(x[0]), 5, 3)); })
           .with_note("unbatched, larger than the input"),
