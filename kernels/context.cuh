@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <frost/core/device.hpp>
@@ -112,6 +113,15 @@ inline Switches& switches() {
   static Switches s;
   return s;
 }
+/// Set on a thread while a frozen plan runs there: its convolutions use
+/// timed algorithms whatever the process-wide benchmark switch says, and
+/// other threads' eager convolutions keep reading that switch.
+inline bool& thread_timed() {
+  static thread_local bool on = false;
+  return on;
+}
+/// Whether a convolution chosen now on this thread times its algorithms.
+inline bool timed_algorithms() { return switches().benchmark || thread_timed(); }
 
 inline int visible_devices() {
   int n = 0;
@@ -176,6 +186,7 @@ struct CudaRuntime final : detail::DeviceRuntime {
   bool allow_tf32() override { return switches().tf32; }
   void set_benchmark(bool on) override { switches().benchmark = on; }
   bool benchmark() override { return switches().benchmark; }
+  bool set_thread_timed(bool on) override { return std::exchange(thread_timed(), on); }
 
   void capture_begin(int device) override {
     Context& cx = context("jit::Plan (CUDA Graph capture)", device);

@@ -286,7 +286,7 @@ class CudaBackend final : public Backend<T> {
   template <class Perf, class Get, class Find>
   ConvAlgo algo_for(const Conv2dParams& p, ConvPass pass, Get&& get, Find&& find, const char* op) {
     Context& cx = *ctx_;
-    const bool timed = switches().benchmark;
+    const bool timed = timed_algorithms();
     const ConvKey key(p, dtype_of<T>(), pass, switches().tf32, timed);
     {
       std::lock_guard<std::mutex> g(cx.algo_mutex);

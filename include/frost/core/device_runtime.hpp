@@ -35,6 +35,9 @@ struct DeviceRuntime {
   virtual bool allow_tf32() = 0;
   virtual void set_benchmark(bool on) = 0;
   virtual bool benchmark() = 0;
+  /// Timed convolution algorithms for the calling thread alone (a frozen
+  /// plan's runs), beside the process-wide switch; returns the previous value.
+  virtual bool set_thread_timed(bool on) = 0;
   // CUDA Graphs for frozen plans: capture the work queued on the device's
   // stream between begin and end, then replay it with one launch.
   virtual void capture_begin(int device) = 0;

@@ -496,15 +496,15 @@ class Plan {
     const bool cuda = rt && device_.is_cuda();
     // Plans always use timed algorithms: the first run times them (once per
     // shape, cached), later runs and the capture find them in the cache.
-    const bool flip = cuda && !rt->benchmark();
-    if (flip) rt->set_benchmark(true);
-    struct Restore {
+    // Only on this thread: the process-wide switch, which other threads'
+    // eager convolutions read, is left as the user set it.
+    struct Timed {
       frost::detail::DeviceRuntime* rt;
-      bool on;
-      ~Restore() {
-        if (on) rt->set_benchmark(false);
+      bool was;
+      ~Timed() {
+        if (rt) rt->set_thread_timed(was);
       }
-    } restore{rt, flip};
+    } timed{cuda ? rt : nullptr, cuda && rt->set_thread_timed(true)};
     if (graphable_ && cuda) {
       if (ws.graph) {
         rt->graph_launch(ws.graph, device_.index);
