@@ -501,9 +501,16 @@ TEST_CASE("cuda: frozen plans on the device equal eager there, and replay as a C
   // The plan times its convolution algorithms on its own thread only: the
   // process-wide switch another thread reads never turns on.
   std::atomic<bool> running{true}, seen_on{false};
-  std::thread watcher([&] {
-    while (running) seen_on = seen_on || cuda::benchmark();
-  });
+  struct Watcher {  // joined however the runs end
+    std::atomic<bool>& running;
+    std::thread t;
+    ~Watcher() {
+      running = false;
+      if (t.joinable()) t.join();
+    }
+  } watcher{running, std::thread([&] {
+              while (running) seen_on = seen_on || cuda::benchmark();
+            })};
   for (int run = 0; run < 4; ++run) {  // run 0 warms, run 1 captures, runs 2.. replay the graph
     const auto xi = run == 0 ? x : Tensor<float>::randn({4, 3, 32, 32}, &g);
     const Tensor<float> eager = eager_on_cuda(model, xi);
@@ -514,7 +521,7 @@ TEST_CASE("cuda: frozen plans on the device equal eager there, and replay as a C
     if (run == 0) CHECK(differ(frozen.cpu(), cpu_out, 1e-4, 1e-3, "CUDA plan vs CPU plan").empty());
   }
   running = false;
-  watcher.join();
+  watcher.t.join();
   CHECK_FALSE(seen_on);
   const auto report = plan.check(model, x.to(kCuda));
   CHECK_MESSAGE(report.ok, report.str());

@@ -160,8 +160,9 @@ struct Validator {
     dense(y, Shape{m, n}, "the output");
     if (s.in[2].buf >= 0 && (s.in[2].shape != Shape{n} || s.in[2].strides[0] != 1)) invalid(source, k, "the bias must be [", n, "]");
     if (writes_over_input(s) && (s.in.size() != 4 || m != 1 || kk * static_cast<std::int64_t>(dtype_size(s.dtype)) > kInPlaceRowBytes))
-      invalid(source, k, "only a one-row linear over prepared weights, its input at most ", kInPlaceRowBytes,
-              " bytes, may write over its input");
+      invalid(source, k, "a linear over ", x.shape.str(), " (", s.in.size() == 4 ? "prepared" : "unprepared",
+              " weights) writes over its input; only a one-row linear over prepared weights, its input at most ",
+              kInPlaceRowBytes, " bytes, may write over its input");
     op_below(s.op, static_cast<int>(UnaryOp::copy) + 1);
   }
 
