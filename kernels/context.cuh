@@ -1,9 +1,11 @@
-// The CUDA device context frost keeps per process: one stream, the cuBLAS and
-// cuDNN handles bound to it, the stream-ordered memory pool with its
-// bookkeeping and cap, the convolution workspace and algorithm cache, and the
-// user's switches. Created on first use, so a program that links frost::cuda
-// starts (and runs on the CPU) where no GPU is present.
+// The CUDA device context frost keeps per device: the device's stream, the
+// stream-ordered memory pool with its bookkeeping and cap, the cuBLAS and
+// convolution workspaces, the algorithm cache and the user's switches; and
+// per host thread, its own cuBLAS / cuBLASLt / cuDNN handles and, while it
+// captures a plan, its capture stream. Created on first use, so a program
+// that links frost::cuda starts (and runs on the CPU) where no GPU is present.
 #pragma once
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -26,26 +28,65 @@ namespace frost::cuda_detail {
 /// Most workspace a convolution algorithm may ask for.
 constexpr std::size_t kMaxWorkspace = std::size_t(1) << 30;
 
-struct Context {
-  int device = 0, sm_count = 0;
-  std::string name;
-  cudaStream_t stream = nullptr;
+/// Makes `device` the calling thread's current CUDA device (kernels launch
+/// there, handles and streams belong to it); a no-op when it already is.
+inline void activate(int device, const char* op) {
+  int cur = -1;
+  FROST_CUDA(cudaGetDevice(&cur), op);
+  if (cur != device) FROST_CUDA(cudaSetDevice(device), op);
+}
+
+/// One host thread's library handles on one device. cuDNN's handles must not
+/// be used by two threads at once, and a handle's stream and math mode are
+/// its own settings, so every thread gets its own set (taken from the
+/// context's pool and given back when the thread ends, as PyTorch does).
+/// The index kernels' bad-index flag is per thread for the same reason.
+struct Handles {
   cublasHandle_t cublas = nullptr;
   cublasLtHandle_t lt = nullptr;
   cudnnHandle_t cudnn = nullptr;
-  MemoryBook book;
   unsigned long long* flag = nullptr;  // index checks: [bad?, first bad index]
+  cudaStream_t bound = nullptr;        // the stream cublas and cudnn are set to
+};
+
+struct Context;
+
+/// What a host thread holds on one device: its handles (once it has used
+/// the device) and, while it captures a plan, the stream it captures on.
+struct ThreadState {
+  Context* owner = nullptr;
+  Handles handles;
+  cudaStream_t capture = nullptr;
+  ~ThreadState();
+};
+inline ThreadState& thread_state(int device) {
+  static thread_local std::array<ThreadState, kMaxCudaDevices> states;
+  return states[static_cast<std::size_t>(device)];
+}
+
+struct Context {
+  int device = 0, sm_count = 0;
+  std::string name;
+  /// The device's stream: every thread's work runs on it in order, and plans'
+  /// CUDA Graphs replay on it.
+  cudaStream_t stream = nullptr;
+  MemoryBook book;
+  /// One cuBLAS workspace for every handle: all work executes on `stream`,
+  /// in order, so no two GEMMs use it at once (captures only record).
   void* cublas_workspace = nullptr;
   static constexpr std::size_t kCublasWorkspace = std::size_t(32) << 20;
+  std::mutex workspace_mutex;
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
   std::vector<void*> retired_workspaces;
   std::mutex algo_mutex;
   std::unordered_map<ConvKey, ConvAlgo, ConvKeyHash> algos;
+  std::mutex pool_mutex;
+  std::vector<Handles> pool;  // handles of threads that have ended
 
   explicit Context(int dev) : device(dev) {
     const char* op = "cuda (device start-up)";
-    FROST_CUDA(cudaSetDevice(dev), op);
+    activate(dev, op);
     cudaDeviceProp prop{};
     FROST_CUDA(cudaGetDeviceProperties(&prop, dev), op);
     sm_count = prop.multiProcessorCount;
@@ -54,26 +95,69 @@ struct Context {
     FROST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), op);
     // Freed blocks stay in the pool for reuse (as PyTorch's caching allocator
     // keeps them) instead of going back to the driver at every sync.
-    cudaMemPool_t pool;
-    FROST_CUDA(cudaDeviceGetDefaultMemPool(&pool, dev), op);
+    cudaMemPool_t pool_handle;
+    FROST_CUDA(cudaDeviceGetDefaultMemPool(&pool_handle, dev), op);
     std::uint64_t keep = UINT64_MAX;
-    FROST_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), op);
-    FROST_CUDA(cublasCreate(&cublas), op);
-    FROST_CUDA(cublasSetStream(cublas, stream), op);
+    FROST_CUDA(cudaMemPoolSetAttribute(pool_handle, cudaMemPoolAttrReleaseThreshold, &keep), op);
     // A fixed cuBLAS workspace: GEMMs captured into CUDA Graphs must not allocate.
     FROST_CUDA(cudaMalloc(&cublas_workspace, kCublasWorkspace), op);
-    FROST_CUDA(cublasSetWorkspace(cublas, cublas_workspace, kCublasWorkspace), op);
-    FROST_CUDA(cublasLtCreate(&lt), op);
-    FROST_CUDA(cudnnCreate(&cudnn), op);
-    FROST_CUDA(cudnnSetStream(cudnn, stream), op);
-    FROST_CUDA(cudaMalloc(&flag, 2 * sizeof(unsigned long long)), op);
+  }
+
+  /// The stream this thread's work goes to: its capture stream while it
+  /// captures a plan, the device's stream otherwise.
+  cudaStream_t current() const {
+    const cudaStream_t c = thread_state(device).capture;
+    return c ? c : stream;
+  }
+  /// This thread's handles, set to its current stream.
+  Handles& handles(const char* op) {
+    ThreadState& t = thread_state(device);
+    if (!t.owner) {
+      t.handles = acquire(op);
+      t.owner = this;
+    }
+    const cudaStream_t s = current();
+    if (t.handles.bound != s) {
+      FROST_CUDA(cublasSetStream(t.handles.cublas, s), op);
+      // cublasSetStream drops the handle's workspace back to cuBLAS's own pool.
+      FROST_CUDA(cublasSetWorkspace(t.handles.cublas, cublas_workspace, kCublasWorkspace), op);
+      FROST_CUDA(cudnnSetStream(t.handles.cudnn, s), op);
+      t.handles.bound = s;
+    }
+    return t.handles;
+  }
+  cublasHandle_t cublas(const char* op) { return handles(op).cublas; }
+  cublasLtHandle_t lt(const char* op) { return handles(op).lt; }
+  cudnnHandle_t cudnn(const char* op) { return handles(op).cudnn; }
+  unsigned long long* flag(const char* op) { return handles(op).flag; }
+
+  Handles acquire(const char* op) {
+    {
+      std::lock_guard<std::mutex> g(pool_mutex);
+      if (!pool.empty()) {
+        Handles h = pool.back();
+        pool.pop_back();
+        return h;
+      }
+    }
+    activate(device, op);
+    Handles h;
+    FROST_CUDA(cublasCreate(&h.cublas), op);
+    FROST_CUDA(cublasLtCreate(&h.lt), op);
+    FROST_CUDA(cudnnCreate(&h.cudnn), op);
+    FROST_CUDA(cudaMalloc(&h.flag, 2 * sizeof(unsigned long long)), op);
+    return h;
+  }
+  void release(const Handles& h) noexcept {
+    std::lock_guard<std::mutex> g(pool_mutex);
+    pool.push_back(h);
   }
 
   void* allocate(std::size_t bytes, const char* op) {
     if (bytes == 0) return nullptr;
     book.reserve(bytes);
     void* p = nullptr;
-    const cudaError_t e = cudaMallocAsync(&p, bytes, stream);
+    const cudaError_t e = cudaMallocAsync(&p, bytes, current());
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       book.release(bytes);
@@ -85,7 +169,7 @@ struct Context {
   }
   void deallocate(void* p, std::size_t bytes) noexcept {
     if (!p) return;
-    (void)cudaFreeAsync(p, stream);  // at exit the runtime may be gone already: nothing left to free then
+    (void)cudaFreeAsync(p, current());  // at exit the runtime may be gone already: nothing left to free then
     book.release(bytes);
   }
 
@@ -93,6 +177,7 @@ struct Context {
   /// it safe). A grown-out block is kept, not freed: a captured CUDA Graph
   /// may still point at it.
   void* workspace_for(std::size_t bytes, const char* op) {
+    std::lock_guard<std::mutex> g(workspace_mutex);
     if (bytes <= workspace_bytes) return workspace;
     void* grown = allocate(bytes, op);
     if (workspace) retired_workspaces.push_back(workspace);
@@ -101,9 +186,15 @@ struct Context {
     return workspace;
   }
 
-  void sync(const char* op) { FROST_CUDA(cudaStreamSynchronize(stream), op); }
-  operator Launch() const { return {stream, sm_count}; }
+  void sync(const char* op) { FROST_CUDA(cudaStreamSynchronize(current()), op); }
+  operator Launch() const { return {current(), sm_count}; }
 };
+
+/// A thread's handles go back to the pool when it ends (contexts live to the
+/// end of the process, so the pool is still there).
+inline ThreadState::~ThreadState() {
+  if (owner) owner->release(handles);
+}
 
 /// The user's switches (allow_tf32, benchmark); process-wide like PyTorch's.
 struct Switches {
@@ -132,29 +223,45 @@ inline int visible_devices() {
   return n;
 }
 
-/// The context of cuda:0, created on first use. frost drives one GPU per
-/// process for now (several GPUs arrive with NCCL); other indices are errors.
+/// The context of cuda:`device`, created on first use, and made the calling
+/// thread's current device.
 inline Context& context(const char* op, int device = 0) {
   // Never destroyed: storages may be freed during static destruction. Every
   // device allocation comes here, so no lock once the device has started.
-  static std::atomic<Context*> ctx{nullptr};
+  static std::array<std::atomic<Context*>, kMaxCudaDevices> contexts{};
   static std::mutex m;
-  FROST_CHECK(device == 0, "frost::", op, ": cuda:", device, " requested; frost runs on cuda:0 for now");
-  if (Context* c = ctx.load(std::memory_order_acquire)) return *c;
+  FROST_CHECK(device >= 0 && device < kMaxCudaDevices, "frost::", op, ": cuda:", device,
+              " is not a device index frost takes (0 to ", kMaxCudaDevices - 1, ")");
+  std::atomic<Context*>& slot = contexts[static_cast<std::size_t>(device)];
+  if (Context* c = slot.load(std::memory_order_acquire)) {
+    activate(device, op);
+    return *c;
+  }
   std::lock_guard<std::mutex> g(m);
-  if (!ctx.load(std::memory_order_relaxed)) {
-    FROST_CHECK(visible_devices() > 0, "frost::", op,
+  if (!slot.load(std::memory_order_relaxed)) {
+    const int visible = visible_devices();
+    FROST_CHECK(visible > 0, "frost::", op,
                 ": no CUDA device is visible to this program (cudaGetDeviceCount found none); "
                 "check frost::cuda::is_available() before moving tensors to cuda");
-    ctx.store(new Context(device), std::memory_order_release);
+    FROST_CHECK(device < visible, "frost::", op, ": cuda:", device, " requested, but this program sees ", visible,
+                " CUDA device", visible == 1 ? "" : "s", " (cuda:0 to cuda:", visible - 1, ")");
+    slot.store(new Context(device), std::memory_order_release);
   }
-  return *ctx.load(std::memory_order_relaxed);
+  activate(device, op);
+  return *slot.load(std::memory_order_relaxed);
 }
 
-/// Device memory for storages on cuda:N.
+/// Device memory for storages on one device (each device's backends own one).
 struct CudaAllocator final : DeviceAllocator {
+  int device = 0;
+  explicit CudaAllocator(int d) : device(d) {}
   void* allocate(std::size_t bytes, Device d) override { return context("empty", d.index).allocate(bytes, "empty"); }
-  void deallocate(void* p, std::size_t bytes) noexcept override { context("free").deallocate(p, bytes); }
+  void deallocate(void* p, std::size_t bytes) noexcept override {
+    try {
+      context("free", device).deallocate(p, bytes);
+    } catch (...) {  // the device was never started, or the runtime is gone at exit: nothing to give back
+    }
+  }
 };
 
 /// A temporary device buffer released (stream-ordered) at scope exit.
@@ -188,15 +295,35 @@ struct CudaRuntime final : detail::DeviceRuntime {
   bool benchmark() override { return switches().benchmark; }
   bool set_thread_timed(bool on) override { return std::exchange(thread_timed(), on); }
 
+  // A plan's capture records on a stream of its own, set as the capturing
+  // thread's current stream: other threads' work, which goes to the
+  // device's stream meanwhile, stays out of the graph. The graph then
+  // replays on the device's stream, in order with everything else.
   void capture_begin(int device) override {
-    Context& cx = context("jit::Plan (CUDA Graph capture)", device);
-    FROST_CUDA(cudaStreamBeginCapture(cx.stream, cudaStreamCaptureModeThreadLocal), "jit::Plan (CUDA Graph capture)");
+    const char* op = "jit::Plan (CUDA Graph capture)";
+    Context& cx = context(op, device);
+    ThreadState& t = thread_state(device);
+    FROST_CHECK(t.capture == nullptr, "frost::", op, ": this thread is already capturing a plan on cuda:", device);
+    // A thread's first handles are created here, not inside the capture,
+    // which forbids the cudaMalloc behind them.
+    cx.handles(op);
+    cudaStream_t s = nullptr;
+    FROST_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), op);
+    const cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) cudaStreamDestroy(s);
+    check(e, "cudaStreamBeginCapture", op);
+    t.capture = s;
   }
   void* capture_end(int device) override {
     const char* op = "jit::Plan (CUDA Graph capture)";
-    Context& cx = context(op, device);
+    context(op, device);
+    ThreadState& t = thread_state(device);
+    FROST_CHECK(t.capture != nullptr, "frost::", op, ": no capture is running on this thread on cuda:", device);
+    const cudaStream_t s = std::exchange(t.capture, nullptr);
     cudaGraph_t graph = nullptr;
-    FROST_CUDA(cudaStreamEndCapture(cx.stream, &graph), op);
+    const cudaError_t ended = cudaStreamEndCapture(s, &graph);
+    cudaStreamDestroy(s);
+    check(ended, "cudaStreamEndCapture", op);
     cudaGraphExec_t exec = nullptr;
     const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
@@ -204,14 +331,19 @@ struct CudaRuntime final : detail::DeviceRuntime {
     return exec;
   }
   void capture_abort(int device) noexcept override {
-    Context& cx = context("jit::Plan (CUDA Graph capture)", device);
+    if (device < 0 || device >= kMaxCudaDevices) return;
+    ThreadState& t = thread_state(device);
+    if (!t.capture) return;
+    const cudaStream_t s = std::exchange(t.capture, nullptr);
     cudaGraph_t graph = nullptr;
-    if (cudaStreamEndCapture(cx.stream, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+    if (cudaStreamEndCapture(s, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+    cudaStreamDestroy(s);
     (void)cudaGetLastError();
   }
   void graph_launch(void* graph, int device) override {
     Context& cx = context("jit::Plan::run", device);
-    FROST_CUDA(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), cx.stream), "jit::Plan::run (CUDA Graph replay)");
+    FROST_CUDA(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), cx.current()),
+               "jit::Plan::run (CUDA Graph replay)");
   }
   void graph_destroy(void* graph) noexcept override {
     if (graph) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));

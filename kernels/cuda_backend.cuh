@@ -1,15 +1,17 @@
-// CudaBackend<T>: Backend<T> on device memory. Elementwise, reductions,
-// indexing, pooling and optimizer steps are frost's kernels (kernels/*.cuh);
-// matmul is cuBLAS (a plan's linear cuBLASLt); convolution is cuDNN.
-// Everything runs on the context's one stream, so the eager path only
-// synchronises to read values back: item(), to(cpu), and the bad-index flag
-// of the indexing kernels.
+// CudaBackend<T>: Backend<T> on one device's memory (one instance per
+// device). Elementwise, reductions, indexing, pooling and optimizer steps are
+// frost's kernels (kernels/*.cuh); matmul is cuBLAS (a plan's linear
+// cuBLASLt); convolution and batch norm are cuDNN. Everything runs on the
+// device's one stream (a capturing thread's goes to its capture stream), so
+// the eager path only synchronises to read values back: item(), to(cpu), and
+// the bad-index flag of the indexing kernels.
 #pragma once
 #include <climits>
 #include <cstdint>
 
 #include <frost/backend/backend.hpp>
 
+#include "batch_norm.cuh"
 #include "context.cuh"
 #include "elementwise.cuh"
 #include "fused.cuh"
@@ -24,7 +26,8 @@ template <class T>
 class CudaBackend final : public Backend<T> {
  public:
   using Backend<T>::math_unsupported;
-  Device device() const override { return Device::cuda(0); }
+  explicit CudaBackend(int device) : device_(device), alloc_(device) {}
+  Device device() const override { return Device::cuda(device_); }
   DeviceAllocator* allocator() override { return &alloc_; }
 
   void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) override {
@@ -51,7 +54,7 @@ class CudaBackend final : public Backend<T> {
     if (x.is_contiguous() && y.is_contiguous() && x.shape == y.shape) {
       if (x.numel() > 0 && x.data != y.data)
         FROST_CUDA(cudaMemcpyAsync(y.data, x.data, static_cast<std::size_t>(x.numel()) * sizeof(T),
-                                   cudaMemcpyDeviceToDevice, ctx("copy").stream),
+                                   cudaMemcpyDeviceToDevice, ctx("copy").current()),
                    "copy");
       return;
     }
@@ -110,18 +113,18 @@ class CudaBackend final : public Backend<T> {
       for (std::int64_t v : {m, n, k, lda, ldb, ldc, batch})
         FROST_CHECK(v <= INT_MAX, "frost::matmul (cuBLAS): extent ", v, " (m=", m, ", n=", n, ", k=", k,
                     ", batch=", batch, ") does not fit cuBLAS's 32-bit arguments");
-      FROST_CUDA(cublasSetMathMode(cx.cublas, switches().tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+      FROST_CUDA(cublasSetMathMode(cx.cublas("matmul"), switches().tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
                  "matmul");
       // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T:
       // swap the operands, keep each one's transpose flag.
       const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
       const int M = int(n), N = int(m), K = int(k);
       if constexpr (sizeof(T) == 4)
-        FROST_CUDA(cublasSgemmStridedBatched(cx.cublas, opb, opa, M, N, K, &alpha, b, int(ldb), sb, a, int(lda), sa,
+        FROST_CUDA(cublasSgemmStridedBatched(cx.cublas("matmul"), opb, opa, M, N, K, &alpha, b, int(ldb), sb, a, int(lda), sa,
                                              &beta, c, int(ldc), sc, int(batch)),
                    "matmul");
       else
-        FROST_CUDA(cublasDgemmStridedBatched(cx.cublas, opb, opa, M, N, K, &alpha, b, int(ldb), sb, a, int(lda), sa,
+        FROST_CUDA(cublasDgemmStridedBatched(cx.cublas("matmul"), opb, opa, M, N, K, &alpha, b, int(ldb), sb, a, int(lda), sa,
                                              &beta, c, int(ldc), sc, int(batch)),
                    "matmul");
     } else {
@@ -131,35 +134,38 @@ class CudaBackend final : public Backend<T> {
 
   void index_select(const View<const T>& x, int dim, const View<const std::int64_t>& index,
                     const View<T>& y) override {
-    Context& cx = ctx("index_select");
+    const char* op = "index_select";
+    Context& cx = ctx(op);
     const std::int64_t n = y.numel();
     if (n == 0) return;
     const IndexGeom g = index_geom(y.shape, dim, y.strides, Shape{}, x.strides);
-    arm_flag(cx);
-    index_select_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(
-        n, g, x.shape[dim], index.strides[0], x.data, index.data, y.data, cx.flag);
-    check_flag(cx, "index_select", dim, x.shape[dim]);
+    arm_flag(cx, op);
+    index_select_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(
+        n, g, x.shape[dim], index.strides[0], x.data, index.data, y.data, cx.flag(op));
+    check_flag(cx, op, dim, x.shape[dim]);
   }
   void gather(const View<const T>& x, int dim, const View<const std::int64_t>& index, const View<T>& y) override {
-    Context& cx = ctx("gather");
+    const char* op = "gather";
+    Context& cx = ctx(op);
     const std::int64_t n = y.numel();
     if (n == 0) return;
     const IndexGeom g = index_geom(y.shape, dim, y.strides, index.strides, x.strides);
-    arm_flag(cx);
-    gather_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(n, g, x.shape[dim], x.data, index.data,
-                                                                            y.data, cx.flag);
-    check_flag(cx, "gather", dim, x.shape[dim]);
+    arm_flag(cx, op);
+    gather_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(n, g, x.shape[dim], x.data, index.data,
+                                                                            y.data, cx.flag(op));
+    check_flag(cx, op, dim, x.shape[dim]);
   }
   void scatter_add(const View<T>& y, int dim, const View<const std::int64_t>& index,
                    const View<const T>& src) override {
-    Context& cx = ctx("scatter_add");
+    const char* op = "scatter_add";
+    Context& cx = ctx(op);
     const std::int64_t n = index.numel();
     if (n == 0) return;
     const IndexGeom g = index_geom(index.shape, dim, src.strides, index.strides, y.strides);
-    arm_flag(cx);
-    scatter_add_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(n, g, y.shape[dim], src.data,
-                                                                                 index.data, y.data, cx.flag);
-    check_flag(cx, "scatter_add", dim, y.shape[dim]);
+    arm_flag(cx, op);
+    scatter_add_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(n, g, y.shape[dim], src.data,
+                                                                                 index.data, y.data, cx.flag(op));
+    check_flag(cx, op, dim, y.shape[dim]);
   }
 
   void conv2d(const Conv2dParams& p, const View<const T>& x, const View<const T>& w, const T* bias, const View<T>& y,
@@ -175,7 +181,7 @@ class CudaBackend final : public Backend<T> {
       Context& cx = ctx("max_pool2d");
       const std::int64_t n = y.numel();
       if (n == 0) return;
-      max_pool_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(p, x.data, y.data, indices.data);
+      max_pool_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(p, x.data, y.data, indices.data);
       check_launch("max_pool2d");
     } else {
       math_unsupported("max_pool2d");
@@ -186,10 +192,10 @@ class CudaBackend final : public Backend<T> {
     if constexpr (FloatScalar<T>) {
       Context& cx = ctx("max_pool2d_backward");
       if (dx.numel() == 0) return;
-      FROST_CUDA(cudaMemsetAsync(dx.data, 0, static_cast<std::size_t>(dx.numel()) * sizeof(T), cx.stream),
+      FROST_CUDA(cudaMemsetAsync(dx.data, 0, static_cast<std::size_t>(dx.numel()) * sizeof(T), cx.current()),
                  "max_pool2d_backward");
       if (dy.numel() == 0) return;
-      max_pool_backward_kernel<T><<<grid_for(dy.numel(), cx.sm_count), kThreads, 0, cx.stream>>>(p, dy.data,
+      max_pool_backward_kernel<T><<<grid_for(dy.numel(), cx.sm_count), kThreads, 0, cx.current()>>>(p, dy.data,
                                                                                                   indices.data, dx.data);
       check_launch("max_pool2d_backward");
     } else {
@@ -200,7 +206,7 @@ class CudaBackend final : public Backend<T> {
     if constexpr (FloatScalar<T>) {
       Context& cx = ctx("avg_pool2d");
       if (y.numel() == 0) return;
-      avg_pool_kernel<T><<<grid_for(y.numel(), cx.sm_count), kThreads, 0, cx.stream>>>(p, x.data, y.data);
+      avg_pool_kernel<T><<<grid_for(y.numel(), cx.sm_count), kThreads, 0, cx.current()>>>(p, x.data, y.data);
       check_launch("avg_pool2d");
     } else {
       math_unsupported("avg_pool2d");
@@ -210,11 +216,36 @@ class CudaBackend final : public Backend<T> {
     if constexpr (FloatScalar<T>) {
       Context& cx = ctx("avg_pool2d_backward");
       if (dx.numel() == 0) return;
-      avg_pool_backward_kernel<T><<<grid_for(dx.numel(), cx.sm_count), kThreads, 0, cx.stream>>>(p, dy.data, dx.data);
+      avg_pool_backward_kernel<T><<<grid_for(dx.numel(), cx.sm_count), kThreads, 0, cx.current()>>>(p, dy.data, dx.data);
       check_launch("avg_pool2d_backward");
     } else {
       math_unsupported("avg_pool2d_backward");
     }
+  }
+
+  bool batch_norm_runs(std::int64_t n, std::int64_t c, std::int64_t inner, double eps) override {
+    return FloatScalar<T> && batch_norm_fits(n, c, inner, eps);
+  }
+  void batch_norm_training(std::int64_t n, std::int64_t c, std::int64_t inner, const T* x, const T* w, const T* b, T* y,
+                           T* save_mean, T* save_invstd, T* running_mean, T* running_var, double momentum,
+                           double eps) override {
+    if constexpr (FloatScalar<T>)
+      cuda_detail::batch_norm_training(ctx("batch_norm").cudnn("batch_norm"), n, c, inner, x, w, b, y, save_mean, save_invstd,
+                                       running_mean, running_var, momentum, eps);
+    else math_unsupported("batch_norm");
+  }
+  void batch_norm_inference(std::int64_t n, std::int64_t c, std::int64_t inner, const T* x, const T* w, const T* b,
+                            const T* mean, const T* var, T* y, double eps) override {
+    if constexpr (FloatScalar<T>)
+      cuda_detail::batch_norm_inference(ctx("batch_norm").cudnn("batch_norm"), n, c, inner, x, w, b, mean, var, y, eps);
+    else math_unsupported("batch_norm");
+  }
+  void batch_norm_backward(std::int64_t n, std::int64_t c, std::int64_t inner, const T* x, const T* dy, const T* w,
+                           const T* save_mean, const T* save_invstd, T* dx, T* dw, T* db, double eps) override {
+    if constexpr (FloatScalar<T>)
+      cuda_detail::batch_norm_backward(ctx("batch_norm_backward").cudnn("batch_norm_backward"), n, c, inner, x, dy, w, save_mean, save_invstd,
+                                       dx, dw, db, eps);
+    else math_unsupported("batch_norm_backward");
   }
 
   void fused_elementwise(const FusedInstr* prog, int n_instrs, const T* const* inputs, int n_inputs, T* y,
@@ -231,7 +262,7 @@ class CudaBackend final : public Backend<T> {
     if constexpr (std::is_same_v<T, float>) {
       Context& cx = ctx("linear");
       if (m > 0 && n > 0 && k > 0 && !trans_x && bias && (act == UnaryOp::copy || act == UnaryOp::relu) &&
-          lt_linear(cx.lt, cx.stream, cx.cublas_workspace, Context::kCublasWorkspace, switches().tf32, m, n, k, x, ldx,
+          lt_linear(cx.lt("linear"), cx.current(), cx.cublas_workspace, Context::kCublasWorkspace, switches().tf32, m, n, k, x, ldx,
                     w, ldw, packed, bias, y, act))
         return;
     }
@@ -241,7 +272,7 @@ class CudaBackend final : public Backend<T> {
     if constexpr (FloatScalar<T>) {
       Context& cx = ctx("optimizer_step");
       if (n == 0) return;
-      optimizer_step_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(o, p, g, s0, s1, s2, n);
+      optimizer_step_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(o, p, g, s0, s1, s2, n);
       check_launch("optimizer_step");
     } else {
       math_unsupported("optimizer_step");
@@ -251,32 +282,31 @@ class CudaBackend final : public Backend<T> {
   void copy_from_host(const T* host, T* dev, std::int64_t n) override {
     Context& cx = ctx("to(cuda)");
     if (n == 0) return;
-    FROST_CUDA(cudaMemcpyAsync(dev, host, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyHostToDevice, cx.stream),
+    FROST_CUDA(cudaMemcpyAsync(dev, host, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyHostToDevice, cx.current()),
                "to(cuda)");
     cx.sync("to(cuda)");  // the host buffer may be freed as soon as this returns
   }
   void copy_to_host(const T* dev, T* host, std::int64_t n) override {
     Context& cx = ctx("to(cpu)");
     if (n == 0) return;
-    FROST_CUDA(cudaMemcpyAsync(host, dev, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToHost, cx.stream),
+    FROST_CUDA(cudaMemcpyAsync(host, dev, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToHost, cx.current()),
                "to(cpu)");
     cx.sync("to(cpu)");
   }
   void synchronize() override { ctx("synchronize").sync("synchronize"); }
 
  private:
-  Context& ctx(const char* op) {
-    if (!ctx_) ctx_ = &context(op);
-    return *ctx_;
-  }
-  static void arm_flag(Context& cx) {
-    FROST_CUDA(cudaMemsetAsync(cx.flag, 0, 2 * sizeof(unsigned long long), cx.stream), "index check");
+  /// The device's context, with the device made current for this thread.
+  Context& ctx(const char* op) { return context(op, device_); }
+  /// This thread's bad-index flag, cleared on its stream before an index kernel.
+  static void arm_flag(Context& cx, const char* op) {
+    FROST_CUDA(cudaMemsetAsync(cx.flag(op), 0, 2 * sizeof(unsigned long long), cx.current()), op);
   }
   /// Reads the index flag back (one sync) and reports a bad index as the CPU kernels do.
   static void check_flag(Context& cx, const char* op, int dim, std::int64_t size) {
     check_launch(op);
     unsigned long long f[2] = {0, 0};
-    FROST_CUDA(cudaMemcpyAsync(f, cx.flag, sizeof f, cudaMemcpyDeviceToHost, cx.stream), op);
+    FROST_CUDA(cudaMemcpyAsync(f, cx.flag(op), sizeof f, cudaMemcpyDeviceToHost, cx.current()), op);
     cx.sync(op);
     const auto bad = static_cast<std::int64_t>(f[1]);
     FROST_CHECK(f[0] == 0, "frost::", op, ": index ", bad, " is out of bounds for dim ", dim, " with size ", size,
@@ -285,7 +315,7 @@ class CudaBackend final : public Backend<T> {
 
   template <class Perf, class Get, class Find>
   ConvAlgo algo_for(const Conv2dParams& p, ConvPass pass, Get&& get, Find&& find, const char* op) {
-    Context& cx = *ctx_;
+    Context& cx = ctx(op);
     const bool timed = timed_algorithms();
     const ConvKey key(p, dtype_of<T>(), pass, switches().tf32, timed);
     {
@@ -302,7 +332,7 @@ class CudaBackend final : public Backend<T> {
   /// x copied into a zero-padded buffer of the geometry's extents.
   void pad_input(Context& cx, const ConvGeometry& g, const Conv2dParams& p, const T* x, T* xp) {
     const std::int64_t planes = p.batch * p.in_channels, n = planes * g.x[2] * g.x[3];
-    pad_copy_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(planes, p.in_h, p.in_w, g.x[2], g.x[3],
+    pad_copy_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(planes, p.in_h, p.in_w, g.x[2], g.x[3],
                                                                               g.pad_top, g.pad_left, x, xp);
     check_launch("conv2d (padding)");
   }
@@ -321,7 +351,7 @@ class CudaBackend final : public Backend<T> {
     FROST_CUDA(cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0), op);
     const T one = 1, zero = 0;
     // z = y with alpha2 = 0: cuDNN reads no residual.
-    const cudnnStatus_t s = cudnnConvolutionBiasActivationForward(cx.cudnn, &one, d.x, x, d.w, w, d.conv, algo, ws,
+    const cudnnStatus_t s = cudnnConvolutionBiasActivationForward(cx.cudnn(op), &one, d.x, x, d.w, w, d.conv, algo, ws,
                                                                   ws_bytes, &zero, d.y, y, bd, bias, ad, d.y, y);
     cudnnDestroyActivationDescriptor(ad);
     cudnnDestroyTensorDescriptor(bd);
@@ -330,8 +360,8 @@ class CudaBackend final : public Backend<T> {
     return true;
   }
 
+  int device_;
   CudaAllocator alloc_;
-  Context* ctx_ = nullptr;
 };
 
 template <class T>
@@ -353,11 +383,11 @@ void CudaBackend<T>::conv2d(const Conv2dParams& p, const View<const T>& x, const
     const ConvAlgo a = algo_for<cudnnConvolutionFwdAlgoPerf_t>(
         p, ConvPass::forward,
         [&](int req, int* n, cudnnConvolutionFwdAlgoPerf_t* perf) {
-          FROST_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(cx.cudnn, d.x, d.w, d.conv, d.y, req, n, perf), op);
+          FROST_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(cx.cudnn(op), d.x, d.w, d.conv, d.y, req, n, perf), op);
         },
         [&](int req, int* n, cudnnConvolutionFwdAlgoPerf_t* perf) {
           void* ws = cx.workspace_for(kMaxWorkspace, op);
-          FROST_CUDA(cudnnFindConvolutionForwardAlgorithmEx(cx.cudnn, d.x, xin, d.w, w.data, d.conv, d.y, y.data, req,
+          FROST_CUDA(cudnnFindConvolutionForwardAlgorithmEx(cx.cudnn(op), d.x, xin, d.w, w.data, d.conv, d.y, y.data, req,
                                                             n, perf, ws, kMaxWorkspace),
                      op);
         },
@@ -369,7 +399,7 @@ void CudaBackend<T>::conv2d(const Conv2dParams& p, const View<const T>& x, const
         fused_bias_relu(cx, d, g, static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws, a.workspace, xin, w.data, bias,
                         y.data))
       return;
-    FROST_CUDA(cudnnConvolutionForward(cx.cudnn, &one, d.x, xin, d.w, w.data, d.conv,
+    FROST_CUDA(cudnnConvolutionForward(cx.cudnn(op), &one, d.x, xin, d.w, w.data, d.conv,
                                        static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws, a.workspace, &zero, d.y,
                                        y.data),
                op);
@@ -391,30 +421,30 @@ void CudaBackend<T>::conv2d_grad_input(const Conv2dParams& p, const View<const T
     TempBuffer padded(cx, g.explicit_pad ? std::size_t(g.x[0]) * g.x[1] * g.x[2] * g.x[3] * sizeof(T) : 0, op);
     T* out = g.explicit_pad ? padded.as<T>() : dx.data;
     if (dy.numel() == 0) {
-      FROST_CUDA(cudaMemsetAsync(dx.data, 0, std::size_t(dx.numel()) * sizeof(T), cx.stream), op);
+      FROST_CUDA(cudaMemsetAsync(dx.data, 0, std::size_t(dx.numel()) * sizeof(T), cx.current()), op);
       return;
     }
     const ConvAlgo a = algo_for<cudnnConvolutionBwdDataAlgoPerf_t>(
         p, ConvPass::backward_data,
         [&](int req, int* n, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
-          FROST_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(cx.cudnn, d.w, d.y, d.conv, d.x, req, n, perf), op);
+          FROST_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(cx.cudnn(op), d.w, d.y, d.conv, d.x, req, n, perf), op);
         },
         [&](int req, int* n, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
           void* ws = cx.workspace_for(kMaxWorkspace, op);
-          FROST_CUDA(cudnnFindConvolutionBackwardDataAlgorithmEx(cx.cudnn, d.w, w.data, d.y, dy.data, d.conv, d.x, out,
+          FROST_CUDA(cudnnFindConvolutionBackwardDataAlgorithmEx(cx.cudnn(op), d.w, w.data, d.y, dy.data, d.conv, d.x, out,
                                                                  req, n, perf, ws, kMaxWorkspace),
                      op);
         },
         op);
     void* ws = cx.workspace_for(a.workspace, op);
     const T one = 1, zero = 0;
-    FROST_CUDA(cudnnConvolutionBackwardData(cx.cudnn, &one, d.w, w.data, d.y, dy.data, d.conv,
+    FROST_CUDA(cudnnConvolutionBackwardData(cx.cudnn(op), &one, d.w, w.data, d.y, dy.data, d.conv,
                                             static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), ws, a.workspace, &zero,
                                             d.x, out),
                op);
     if (g.explicit_pad) {
       const std::int64_t planes = p.batch * p.in_channels, n = planes * p.in_h * p.in_w;
-      crop_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.stream>>>(planes, p.in_h, p.in_w, g.x[2], g.x[3],
+      crop_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(planes, p.in_h, p.in_w, g.x[2], g.x[3],
                                                                             g.pad_top, g.pad_left, out, dx.data);
       check_launch(op);
     }
@@ -431,7 +461,7 @@ void CudaBackend<T>::conv2d_grad_weight(const Conv2dParams& p, const View<const 
     Context& cx = ctx(op);
     if (dw.numel() == 0) return;
     if (dy.numel() == 0) {
-      FROST_CUDA(cudaMemsetAsync(dw.data, 0, std::size_t(dw.numel()) * sizeof(T), cx.stream), op);
+      FROST_CUDA(cudaMemsetAsync(dw.data, 0, std::size_t(dw.numel()) * sizeof(T), cx.current()), op);
       return;
     }
     const ConvGeometry g = conv_geometry(p);
@@ -445,18 +475,18 @@ void CudaBackend<T>::conv2d_grad_weight(const Conv2dParams& p, const View<const 
     const ConvAlgo a = algo_for<cudnnConvolutionBwdFilterAlgoPerf_t>(
         p, ConvPass::backward_filter,
         [&](int req, int* n, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
-          FROST_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cx.cudnn, d.x, d.y, d.conv, d.w, req, n, perf), op);
+          FROST_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cx.cudnn(op), d.x, d.y, d.conv, d.w, req, n, perf), op);
         },
         [&](int req, int* n, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
           void* ws = cx.workspace_for(kMaxWorkspace, op);
-          FROST_CUDA(cudnnFindConvolutionBackwardFilterAlgorithmEx(cx.cudnn, d.x, xin, d.y, dy.data, d.conv, d.w,
+          FROST_CUDA(cudnnFindConvolutionBackwardFilterAlgorithmEx(cx.cudnn(op), d.x, xin, d.y, dy.data, d.conv, d.w,
                                                                    dw.data, req, n, perf, ws, kMaxWorkspace),
                      op);
         },
         op);
     void* ws = cx.workspace_for(a.workspace, op);
     const T one = 1, zero = 0;
-    FROST_CUDA(cudnnConvolutionBackwardFilter(cx.cudnn, &one, d.x, xin, d.y, dy.data, d.conv,
+    FROST_CUDA(cudnnConvolutionBackwardFilter(cx.cudnn(op), &one, d.x, xin, d.y, dy.data, d.conv,
                                               static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), ws, a.workspace,
                                               &zero, d.w, dw.data),
                op);

@@ -7,17 +7,24 @@
 namespace frost::cuda_detail {
 namespace {
 
+/// cuda:0 to cuda:15's backends for T; none touches its device until a kernel
+/// runs. Never destroyed: storages freed during static destruction still
+/// reach their allocators.
 template <class T>
-Backend<T>* backend_instance() {
-  static CudaBackend<T> b;  // never touches the device until a kernel runs
-  return &b;
+void register_all() {
+  static std::array<CudaBackend<T>*, kMaxCudaDevices> backends = [] {
+    std::array<CudaBackend<T>*, kMaxCudaDevices> b{};
+    for (int i = 0; i < kMaxCudaDevices; ++i) b[static_cast<std::size_t>(i)] = new CudaBackend<T>(i);
+    return b;
+  }();
+  for (int i = 0; i < kMaxCudaDevices; ++i) register_backend<T>(Device::cuda(i), backends[static_cast<std::size_t>(i)]);
 }
 
 struct Registrar {
   Registrar() {
-    register_backend<float>(DeviceKind::cuda, backend_instance<float>());
-    register_backend<double>(DeviceKind::cuda, backend_instance<double>());
-    register_backend<std::int64_t>(DeviceKind::cuda, backend_instance<std::int64_t>());
+    register_all<float>();
+    register_all<double>();
+    register_all<std::int64_t>();
     static CudaRuntime runtime;
     detail::cuda_runtime_slot() = &runtime;
   }

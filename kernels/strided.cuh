@@ -70,6 +70,20 @@ Strided<N> make_strided(const Shape& shape, const Shape* const (&strides)[N]) {
   return g;
 }
 
+/// Four consecutive elements moved as one access (16 bytes for float, two
+/// 16-byte halves for double): the dense kernels' vectorised loads and stores.
+template <class T>
+struct alignas(4 * sizeof(T)) Pack4 {
+  T v[4];
+};
+
+/// Whether p can be read as Pack4s from its first element (cudaMallocAsync's
+/// blocks are; a view's offset may shift one off).
+template <class T>
+inline bool pack_aligned(const T* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % alignof(Pack4<T>) == 0;
+}
+
 /// Blocks for a grid-stride loop over n elements.
 inline unsigned grid_for(std::int64_t n, int sm_count) {
   const std::int64_t want = (n + kThreads - 1) / kThreads, cap = std::int64_t(sm_count) * 16;

@@ -170,3 +170,19 @@ TEST_CASE("cuda host: asking for CUDA without a device, or without frost::cuda, 
   frost::InferenceMode im;
   CHECK((plan.run(x) - lin(x)).abs().max().item() < 1e-6f);
 }
+
+TEST_CASE("cuda host: a device index past frost's range, or past the visible devices, is a clear error") {
+  // Index checks come before any device is touched, with or without a GPU.
+  for (int bad : {-1, kMaxCudaDevices, 99}) {
+    CAPTURE(bad);
+    const std::string m = error_of([&] { (void)Tensor<float>::ones({2}).to(Device::cuda(bad)); });
+    CHECK(m.find("cuda:" + std::to_string(bad)) != std::string::npos);
+    CHECK(m.find("is not a device index frost takes (cuda:0 to cuda:15)") != std::string::npos);
+  }
+  if (frost::detail::cuda_runtime_slot() == nullptr) return;  // without frost::cuda: the link message above
+  // One past the devices this program sees: the message counts them.
+  const int visible = frost::cuda::device_count();
+  const std::string m = error_of([&] { (void)Tensor<float>::ones({2}).to(Device::cuda(visible)); });
+  if (visible == 0) CHECK(m.find("no CUDA device is visible") != std::string::npos);
+  else CHECK(m.find("requested, but this program sees " + std::to_string(visible)) != std::string::npos);
+}

@@ -13,45 +13,11 @@
 
 #include "../../examples/research_model.hpp"
 #include "../op_table.hpp"
-
-namespace {
-
-const frost::Device kCuda = frost::Device::cuda();
-
-/// Every case starts here: without a GPU it reports the skip and returns true.
-bool no_gpu() {
-  if (frost::cuda::is_available()) return false;
-  MESSAGE("skipped: no CUDA device");
-  return true;
-}
-
-}  // namespace
+#include "gpu_support.hpp"
 
 namespace frost::test::optable {
 
 namespace {
-
-/// "" when a (moved back from the device) and b agree to atol + rtol |b|, NaN matching NaN.
-template <class T>
-std::string differ(const Tensor<T>& got, const Tensor<T>& want, double atol, double rtol, const std::string& what) {
-  if (got.shape() != want.shape()) return what + ": shape " + got.shape().str() + " vs CPU " + want.shape().str() + "\n";
-  const auto g = got.to_vector(), w = want.to_vector();
-  double worst = 0;
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    const double a = double(g[i]), b = double(w[i]);
-    if (std::isnan(a) && std::isnan(b)) continue;
-    if (a == b) continue;  // equal infinities
-    const double excess = std::isnan(a) || std::isnan(b) ? INFINITY : std::abs(a - b) / (atol + rtol * std::abs(b));
-    if (excess > worst) {
-      worst = excess;
-      at = i;
-    }
-  }
-  if (worst <= 1) return "";
-  return what + ": element " + std::to_string(at) + " is " + std::to_string(double(g[at])) + " on CUDA, " +
-         std::to_string(double(w[at])) + " on the CPU\n";
-}
 
 /// A row on the CPU and on CUDA from the same values: the outputs, then the
 /// gradients of sum(w * y) for a fixed random w.
@@ -122,7 +88,6 @@ TEST_CASE("cuda: every op-table row matches the CPU, forward and backward, in fl
 namespace {
 
 using namespace frost;
-using frost::test::optable::differ;
 namespace nn = frost::nn;
 namespace F = frost::nn::functional;
 /// The module's eager result on CUDA under InferenceMode (what a plan must equal).

@@ -222,6 +222,44 @@ struct Backend {
     unsupported("avg_pool2d_backward");
   }
 
+  // Batch normalization as one kernel call each way where the backend has
+  // one (cuDNN on CUDA), over dense x seen as [n, c, inner]: statistics per
+  // channel over n and inner. Where batch_norm_runs is false the ops compose
+  // batch norm from the kernels above instead.
+
+  /// Whether the batch_norm_* calls below run for these extents and eps.
+  virtual bool batch_norm_runs(std::int64_t n, std::int64_t c, std::int64_t inner, double eps) {
+    (void)n, (void)c, (void)inner, (void)eps;
+    return false;
+  }
+  /// Training: y = (x - mean) invstd w + b with the batch's mean and invstd =
+  /// 1 / sqrt(var + eps) (biased variance), both written to save_mean /
+  /// save_invstd (c values). running_mean / running_var, both null or both
+  /// not, become (1 - momentum) running + momentum batch, with the unbiased
+  /// variance. w and b hold c values (the caller passes ones and zeros for none).
+  virtual void batch_norm_training(std::int64_t n, std::int64_t c, std::int64_t inner, const T* x, const T* w,
+                                   const T* b, T* y, T* save_mean, T* save_invstd, T* running_mean, T* running_var,
+                                   double momentum, double eps) {
+    (void)n, (void)c, (void)inner, (void)x, (void)w, (void)b, (void)y, (void)save_mean, (void)save_invstd,
+        (void)running_mean, (void)running_var, (void)momentum, (void)eps;
+    unsupported("batch_norm");
+  }
+  /// Inference: y = (x - mean) / sqrt(var + eps) w + b with given statistics.
+  virtual void batch_norm_inference(std::int64_t n, std::int64_t c, std::int64_t inner, const T* x, const T* w,
+                                    const T* b, const T* mean, const T* var, T* y, double eps) {
+    (void)n, (void)c, (void)inner, (void)x, (void)w, (void)b, (void)mean, (void)var, (void)y, (void)eps;
+    unsupported("batch_norm");
+  }
+  /// batch_norm_training's gradients from its saved statistics, all three
+  /// overwritten: dx, dw = sum(dy xhat), db = sum(dy) per channel.
+  virtual void batch_norm_backward(std::int64_t n, std::int64_t c, std::int64_t inner, const T* x, const T* dy,
+                                   const T* w, const T* save_mean, const T* save_invstd, T* dx, T* dw, T* db,
+                                   double eps) {
+    (void)n, (void)c, (void)inner, (void)x, (void)dy, (void)w, (void)save_mean, (void)save_invstd, (void)dx, (void)dw,
+        (void)db, (void)eps;
+    unsupported("batch_norm_backward");
+  }
+
   // Frozen plans' fused kernels.
 
   /// A fused elementwise chain over n dense elements: each instruction reads
@@ -271,9 +309,10 @@ struct Backend {
 };
 
 namespace detail {
+/// The device backends, one per CUDA device index (the CPU's is cpu_backend()).
 template <class T>
 struct BackendRegistry {
-  std::array<Backend<T>*, 2> slots{};
+  std::array<Backend<T>*, kMaxCudaDevices> cuda{};
 };
 template <class T>
 inline BackendRegistry<T>& backend_registry() {
@@ -286,10 +325,13 @@ template <class T>
 inline thread_local Backend<T>* tracing_backend = nullptr;
 }  // namespace detail
 
-/// Installs the backend for a device kind (the CUDA target does this at start-up).
+/// Installs the backend for a CUDA device (the CUDA target does this at
+/// start-up for every index; a backend touches its device on first use).
 template <class T>
-void register_backend(DeviceKind kind, Backend<T>* b) {
-  detail::backend_registry<T>().slots[static_cast<int>(kind)] = b;
+void register_backend(Device d, Backend<T>* b) {
+  FROST_CHECK(d.is_cuda() && d.index >= 0 && d.index < kMaxCudaDevices, "frost::register_backend: ", d.str(),
+              " is not a device a backend can be registered for (cuda:0 to cuda:", kMaxCudaDevices - 1, ")");
+  detail::backend_registry<T>().cuda[static_cast<std::size_t>(d.index)] = b;
 }
 
 template <class T>
@@ -300,7 +342,9 @@ template <class T>
 inline Backend<T>& backend_for(Device d) {
   if (FROST_UNLIKELY(detail::tracing_backend<T> != nullptr)) return *detail::tracing_backend<T>;
   if (FROST_LIKELY(d.is_cpu())) return cpu_backend<T>();
-  Backend<T>* b = detail::backend_registry<T>().slots[static_cast<int>(d.kind)];
+  FROST_CHECK(d.index >= 0 && d.index < kMaxCudaDevices, "frost: ", d.str(),
+              " is not a device index frost takes (cuda:0 to cuda:", kMaxCudaDevices - 1, ")");
+  Backend<T>* b = detail::backend_registry<T>().cuda[static_cast<std::size_t>(d.index)];
   FROST_CHECK(b != nullptr, "frost: a ", dtype_name<T>(), " tensor on ", d.str(),
               " needs the CUDA backend, which this program did not link: add "
               "target_link_libraries(<your target> PRIVATE frost::cuda)");

@@ -8,6 +8,9 @@ namespace frost {
 
 enum class DeviceKind : std::uint8_t { cpu, cuda };
 
+/// CUDA devices frost addresses: cuda:0 to cuda:15.
+inline constexpr int kMaxCudaDevices = 16;
+
 /// A device: kind and index (`cuda:1`). Runtime property of a tensor's storage.
 struct Device {
   DeviceKind kind = DeviceKind::cpu;

@@ -38,8 +38,10 @@ struct DeviceRuntime {
   /// Timed convolution algorithms for the calling thread alone (a frozen
   /// plan's runs), beside the process-wide switch; returns the previous value.
   virtual bool set_thread_timed(bool on) = 0;
-  // CUDA Graphs for frozen plans: capture the work queued on the device's
-  // stream between begin and end, then replay it with one launch.
+  // CUDA Graphs for frozen plans: capture the work this thread queues on
+  // the device between begin and end (on a capture stream of its own, so
+  // other threads' work stays out), then replay it with one launch on the
+  // device's stream.
   virtual void capture_begin(int device) = 0;
   virtual void* capture_end(int device) = 0;  ///< the executable graph
   virtual void capture_abort(int device) noexcept = 0;

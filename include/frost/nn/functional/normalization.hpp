@@ -101,6 +101,84 @@ struct GroupNormOp : NormalizeRule {
   }
 };
 
+/// Shape [1, C, 1, ...] with x's number of dims: a per-channel tensor seen against x.
+inline Shape channel_shape(const Shape& x) {
+  Shape s = Shape::filled(x.ndim(), 1);
+  s[1] = x[1];
+  return s;
+}
+
+/// Batch norm through the backend's own kernels (cuDNN): the forward writes
+/// y and the batch's mean and 1 / sqrt(var + eps) in one call, the backward
+/// reads them back in one call. Gradients of gradients take the composite
+/// rule above, which rebuilds the statistics from x with ops.
+struct BatchNormKernelOp : NormalizeRule {
+  static constexpr const char* name = "batch_norm";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x, const Tensor<T>& mean,
+                                   const Tensor<T>& invstd, const Tensor<T>& w) const {
+    if (is_grad_enabled()) {
+      NormalizeRule::backward(dy, g, x, Tensor<T>(), Tensor<T>(), w, name);
+      return;
+    }
+    FROST_CHECK(!w.defined() || w.version() == w_version, "frost::backward: the weight of shape ", w.shape().str(),
+                " saved by batch_norm was modified by an in-place operation (version ", w_version, " when saved, ",
+                w.version(), " now); use an out-of-place op or clone() it first");
+    const std::int64_t batch = x.size(0), c = x.size(1), inner = x.numel() / (batch * c);
+    const Tensor<T> dyc = dy.contiguous();
+    const Tensor<T> wk = w.defined() ? w.contiguous() : Tensor<T>::ones({c}, x.device());
+    auto dx = Tensor<T>::empty(x.shape(), x.device());
+    auto dw = Tensor<T>::empty({c}, x.device()), db = Tensor<T>::empty({c}, x.device());
+    backend_for<T>(x.device())
+        .batch_norm_backward(batch, c, inner, x.data(), dyc.data(), wk.data(), mean.data(), invstd.data(), dx.data(),
+                             dw.data(), db.data(), eps);
+    if (g.needs(0)) g[0] = dx;
+    if (g.needs(1)) g[1] = dw.reshape(wshape);
+    if (g.needs(2)) g[2] = db.reshape(wshape);
+  }
+};
+
+/// Batch norm of x [N, C, *] (dense, more than one value per channel when
+/// training) through the backend's kernels; the caller checked batch_norm_runs.
+/// Training updates running_mean / running_var (contiguous, or both
+/// undefined) in place; inference reads them and records nothing.
+template <class T>
+Tensor<T> batch_norm_kernel(Backend<T>& be, const Tensor<T>& x, const Tensor<T>& running_mean,
+                            const Tensor<T>& running_var, const Tensor<T>& weight, const Tensor<T>& bias,
+                            bool training, double momentum, double eps) {
+  const std::int64_t batch = x.size(0), c = x.size(1), inner = x.numel() / (batch * c);
+  const Device dev = x.device();
+  const Tensor<T> w = weight.defined() ? weight.contiguous() : Tensor<T>::ones({c}, dev);
+  const Tensor<T> b = bias.defined() ? bias.contiguous() : Tensor<T>::zeros({c}, dev);
+  auto y = Tensor<T>::empty(x.shape(), dev);
+  if (!training) {
+    const Tensor<T> mean = running_mean.contiguous(), var = running_var.contiguous();
+    be.batch_norm_inference(batch, c, inner, x.data(), w.data(), b.data(), mean.data(), var.data(), y.data(), eps);
+    return y;
+  }
+  auto save_mean = Tensor<T>::empty({c}, dev), save_invstd = Tensor<T>::empty({c}, dev);
+  const bool update = running_mean.defined();
+  be.batch_norm_training(batch, c, inner, x.data(), w.data(), b.data(), y.data(), save_mean.data(),
+                         save_invstd.data(), update ? running_mean.data() : nullptr,
+                         update ? running_var.data() : nullptr, momentum, eps);
+  if (update) {  // written in place, as the composite path's mul_ / add_ would
+    frost::detail::bump_version(running_mean);
+    frost::detail::bump_version(running_var);
+  }
+  if (!frost::detail::any_requires_grad<T>({&x, &weight, &bias})) return y;
+  BatchNormKernelOp op;
+  op.red = Shape{0};
+  for (int d = 2; d < x.dim(); ++d) op.red.push_back(d);
+  op.affine = channel_shape(x.shape());
+  op.wshape = weight.defined() ? weight.shape() : bias.defined() ? bias.shape() : op.affine;
+  op.n = batch * inner;
+  op.eps = eps;
+  op.per_group = true;
+  op.w_version = weight.defined() ? weight.version() : 0;
+  frost::detail::record(y, op, {&x, &weight, &bias}, SavedTensor<T>::input(x), SavedTensor<T>::input(save_mean),
+                        SavedTensor<T>::input(save_invstd), weight);
+  return y;
+}
+
 /// Mean and biased variance over `red` (keepdim shape), from the batch.
 template <class T>
 struct Moments {
@@ -165,13 +243,6 @@ void check_per_channel(const Tensor<T>& p, const Tensor<T>& input, std::int64_t 
               " does not match input of shape ", input.shape().str(), " (expected [", c, "], one value per channel)");
 }
 
-/// Shape [1, C, 1, ...] with x's number of dims: a per-channel tensor seen against x.
-inline Shape channel_shape(const Shape& x) {
-  Shape s = Shape::filled(x.ndim(), 1);
-  s[1] = x[1];
-  return s;
-}
-
 }  // namespace detail
 
 /// Batch normalization over [N, C] or [N, C, *] (PyTorch's
@@ -199,6 +270,23 @@ Tensor<T> batch_norm(const Tensor<T>& input, const Tensor<T>& running_mean, cons
               "undefined (got only ", running_mean.defined() ? "running_mean" : "running_var", ")");
   const Shape cs = detail::channel_shape(input.shape());
   const std::int64_t per_channel = c > 0 ? input.numel() / c : 0;
+  FROST_CHECK(!training || per_channel > 1,
+              "frost::nn::functional::batch_norm: expected more than 1 value per channel when training, got input "
+              "of shape ", input.shape().str());
+  const bool batch_stats = training || !running_mean.defined();
+
+  // The backend's own kernels (cuDNN) where it has them: one pass each way.
+  // Not while tracing (the tracer's backend has none, so a trace records the
+  // composite below), nor for eval-mode inputs that need gradients (the
+  // composite's mul and add give those), nor for strided running statistics.
+  Backend<T>& be = backend_for<T>(input.device());
+  const bool kernel_fits =
+      input.numel() > 0 &&
+      (batch_stats ? per_channel > 1 : !frost::detail::any_requires_grad<T>({&input, &weight, &bias})) &&
+      (!running_mean.defined() || (running_mean.is_contiguous() && running_var.is_contiguous()));
+  if (kernel_fits && be.batch_norm_runs(input.size(0), c, per_channel / input.size(0), eps))
+    return detail::batch_norm_kernel(be, input.contiguous(), running_mean, running_var, weight, bias, batch_stats,
+                                     momentum, eps);
 
   if (!training && running_mean.defined()) {
     // Fixed statistics: one scale and shift per channel, two passes over x,
@@ -214,9 +302,6 @@ Tensor<T> batch_norm(const Tensor<T>& input, const Tensor<T>& running_mean, cons
     return y;
   }
 
-  FROST_CHECK(!training || per_channel > 1,
-              "frost::nn::functional::batch_norm: expected more than 1 value per channel when training, got input "
-              "of shape ", input.shape().str());
   Shape red{0};
   for (int d = 2; d < input.dim(); ++d) red.push_back(d);
   detail::Moments<T> m;

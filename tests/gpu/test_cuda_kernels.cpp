@@ -1,0 +1,179 @@
+// CUDA against CPU for the device-specific paths the op table does not
+// reach: batch norm through cuDNN (training, running statistics, gradients,
+// evaluation, second derivatives), the dense elementwise kernels' vectorised
+// loads at every size and alignment, and host threads sharing the device
+// (a cuDNN handle each; a plan capturing its CUDA Graph while another thread
+// runs eager work). Each case reports "skipped: no CUDA device" where no GPU
+// is visible.
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../examples/research_model.hpp"
+#include "gpu_support.hpp"
+
+namespace {
+
+using namespace frost;
+namespace nn = frost::nn;
+namespace F = frost::nn::functional;
+using TD = Tensor<double>;
+using TF = Tensor<float>;
+
+/// A CPU tensor and a device copy, both leaves that need gradients.
+struct Pair2 {
+  TD cpu, dev;
+  explicit Pair2(const TD& v) : cpu(v.detach().clone().requires_grad_()), dev(v.to(kCuda).requires_grad_()) {}
+};
+
+}  // namespace
+
+TEST_SUITE("cuda") {
+
+TEST_CASE("cuda: batch norm through cuDNN matches the CPU in double (training, running stats, gradients, eval)") {
+  if (no_gpu()) return;
+  Generator g(41);
+  for (const Shape& s : {Shape{8, 3}, Shape{4, 3, 7}, Shape{2, 3, 5, 6}}) {
+    CAPTURE(s.str());
+    Pair2 x(TD::randn(s, &g) * 2.0 + 0.5), w(TD::randn({3}, &g)), b(TD::randn({3}, &g));
+    auto rm = TD::from({0.2, -0.1, 0.0}), rv = TD::from({1.5, 0.8, 1.0});
+    auto rm_d = rm.to(kCuda), rv_d = rv.to(kCuda);
+    const auto y = F::batch_norm(x.cpu, rm, rv, w.cpu, b.cpu, true, 0.2, 1e-5);
+    const auto yd = F::batch_norm(x.dev, rm_d, rv_d, w.dev, b.dev, true, 0.2, 1e-5);
+    CHECK(yd.grad_fn_name() == std::string("batch_norm"));
+    CHECK(differ(yd.cpu(), y, 1e-10, 1e-9, "training forward").empty());
+    CHECK(differ(rm_d.cpu(), rm, 1e-12, 1e-10, "running_mean").empty());
+    CHECK(differ(rv_d.cpu(), rv, 1e-12, 1e-10, "running_var (unbiased)").empty());
+    const auto up = TD::rand(y.shape(), &g) + 0.5;
+    (y * up).sum().backward();
+    (yd * up.to(kCuda)).sum().backward();
+    CHECK(differ(x.dev.grad().cpu(), x.cpu.grad(), 1e-10, 1e-8, "dx").empty());
+    CHECK(differ(w.dev.grad().cpu(), w.cpu.grad(), 1e-10, 1e-8, "dweight").empty());
+    CHECK(differ(b.dev.grad().cpu(), b.cpu.grad(), 1e-10, 1e-8, "dbias").empty());
+    // Evaluation with those statistics (cuDNN's inference call), another eps.
+    {
+      NoGradGuard ng;
+      CHECK(differ(F::batch_norm(x.dev, rm_d, rv_d, w.dev, b.dev, false, 0.2, 1e-3).cpu(),
+                   F::batch_norm(x.cpu, rm, rv, w.cpu, b.cpu, false, 0.2, 1e-3), 1e-12, 1e-10, "eval")
+                .empty());
+    }
+    // No affine parameters and no running statistics.
+    CHECK(differ(F::batch_norm(x.dev.detach(), TD(), TD(), TD(), TD(), true).cpu(),
+                 F::batch_norm(x.cpu.detach(), TD(), TD(), TD(), TD(), true), 1e-10, 1e-9, "no affine")
+              .empty());
+  }
+  // Second derivatives: the create_graph backward takes the composite rule on the device too.
+  Pair2 x(TD::randn({4, 3, 2}, &g) + 0.2), w(TD::randn({3}, &g));
+  auto second = [](const TD& xi, const TD& wi) {
+    auto y = F::batch_norm(xi, TD(), TD(), wi, TD(), true);
+    auto c = (TD::arange(static_cast<double>(y.numel())) * 0.7).sin().reshape(y.shape()).to(y.device());
+    auto gx = autograd::grad({(y * y * y * c).sum()}, {xi}, {}, true, true)[0];
+    (gx * gx).sum().backward();
+  };
+  second(x.cpu, w.cpu);
+  second(x.dev, w.dev);
+  CHECK(differ(x.dev.grad().cpu(), x.cpu.grad(), 1e-9, 1e-8, "second derivative, x").empty());
+  CHECK(differ(w.dev.grad().cpu(), w.cpu.grad(), 1e-9, 1e-8, "second derivative, weight").empty());
+}
+
+TEST_CASE("cuda: dense elementwise kernels agree with the CPU at every size and alignment (vector and scalar paths)") {
+  if (no_gpu()) return;
+  Generator g(42);
+  for (std::int64_t n : {1, 3, 4, 5, 7, 1023, 4097, 100003}) {
+    for (std::int64_t off : {0, 1, 2, 3}) {  // offsets 1-3 leave the data off a 4-element boundary
+      CAPTURE(n);
+      CAPTURE(off);
+      const auto base = TF::randn({n + 4}, &g), other = TF::randn({n}, &g);
+      const auto xc = base.narrow(0, off, n), xd = base.to(kCuda).narrow(0, off, n);
+      const auto od = other.to(kCuda);
+      CHECK(differ(xd.exp().cpu(), xc.exp(), 1e-6, 1e-6, "exp").empty());
+      CHECK(differ((xd * od).cpu(), xc * other, 1e-6, 1e-6, "mul").empty());
+      CHECK(differ(frost::where(od > 0.0f, xd, od).cpu(), frost::where(other > 0.0f, xc, other), 0, 0, "where").empty());
+      auto yd = od.clone();
+      yd.add_(xd);  // in place: y is read and written through the same packs
+      CHECK(differ(yd.cpu(), other + xc, 1e-6, 1e-6, "add_").empty());
+      CHECK(differ(TF::full({n}, 2.5f, kCuda).cpu(), TF::full({n}, 2.5f), 0, 0, "full").empty());
+    }
+  }
+  // Double, whose packs are two 16-byte halves.
+  const auto xd64 = TD::randn({1027}, &g);
+  CHECK(differ(xd64.to(kCuda).narrow(0, 1, 1025).tanh().cpu(), xd64.narrow(0, 1, 1025).tanh(), 1e-14, 1e-13, "tanh")
+            .empty());
+}
+
+TEST_CASE("cuda: eager convolutions and batch norm from several threads at once match the CPU") {
+  if (no_gpu()) return;
+  constexpr int kThreadsUsed = 4;
+  std::vector<TF> xs, ws, want;
+  Generator g(43);
+  for (int t = 0; t < kThreadsUsed; ++t) {
+    xs.push_back(TF::randn({4, 3, 16, 16}, &g));
+    ws.push_back(TF::randn({8, 3, 3, 3}, &g));
+    want.push_back(F::batch_norm(frost::conv2d(xs.back(), ws.back(), TF(), {.padding = 1}), TF(), TF(), TF(), TF(), true));
+  }
+  std::vector<std::string> problems(kThreadsUsed);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreadsUsed; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        const auto xd = xs[t].to(kCuda), wd = ws[t].to(kCuda);
+        for (int rep = 0; rep < 20; ++rep) {
+          const auto y = F::batch_norm(frost::conv2d(xd, wd, TF(), {.padding = 1}), TF(), TF(), TF(), TF(), true);
+          problems[t] += differ(y.cpu(), want[t], 1e-4, 1e-3, "thread " + std::to_string(t));
+        }
+      } catch (const std::exception& e) {
+        problems[t] += e.what();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (const auto& p : problems) CHECK_MESSAGE(p.empty(), p);
+}
+
+TEST_CASE("cuda: a plan captures its CUDA Graph while another thread runs eager work on the device") {
+  if (no_gpu()) return;
+  namespace jit = frost::jit;
+  manual_seed(44);
+  auto model = nn::make<guide::ResearchModelBN>();
+  model->eval();
+  Generator g(45);
+  const auto x = TF::randn({4, 3, 32, 32}, &g);
+  auto plan = jit::freeze(model, x);
+  const auto want = plan.run(x);  // on the CPU
+  plan.to(kCuda);
+  CHECK(differ(plan.run(x).cpu(), want, 1e-4, 1e-3, "warm-up run").empty());
+  // The other thread's kernels go to the device's stream meanwhile; before
+  // captures had a stream of their own they could land in the graph.
+  const auto a = TF::randn({64, 64}, &g), k = TF::randn({6, 3, 3, 3}, &g);
+  const auto a_want = (a.matmul(a) + 1.0f).relu().sum(), k_want = frost::conv2d(x, k).sum();
+  std::atomic<bool> stop{false};
+  std::atomic<int> iterations{0};
+  std::string other;
+  std::thread eager([&] {
+    try {
+      const auto ad = a.to(kCuda), kd = k.to(kCuda), xd = x.to(kCuda);
+      while (!stop) {
+        other += differ((ad.matmul(ad) + 1.0f).relu().sum().cpu(), a_want, 1e-3, 1e-4, "eager matmul");
+        other += differ(frost::conv2d(xd, kd).sum().cpu(), k_want, 1e-3, 1e-4, "eager conv");
+        ++iterations;
+      }
+    } catch (const std::exception& e) {
+      other += e.what();
+    }
+  });
+  while (iterations == 0) std::this_thread::yield();
+  std::string mine;
+  try {
+    for (int run = 0; run < 6; ++run)  // run 0 captures, the rest replay
+      mine += differ(plan.run(x).cpu(), want, 1e-4, 1e-3, "plan run " + std::to_string(run));
+  } catch (const std::exception& e) {
+    mine += e.what();
+  }
+  stop = true;
+  eager.join();
+  CHECK_MESSAGE(mine.empty(), mine);
+  CHECK_MESSAGE(other.empty(), other);
+  CHECK(iterations > 0);
+}
+
+}  // TEST_SUITE
