@@ -685,3 +685,36 @@ TEST_CASE("jit::compile: the cache is bounded") {
   CHECK(s.evictions == 2);
   CHECK(s.traces == 4);
 }
+
+TEST_CASE("freeze for a device (Plan::to(cuda)'s options), run on the CPU: equals eager; at batch 1 the conv + pool "
+          "steps run by blocks of filters and the arena stays under 1/2.7 of eager's peak") {
+  // What Plan::to(Device::cuda()) freezes: blocks of 16 images one after
+  // another, filters as they are. The memory plan is the device's, so its
+  // arena is what the device holds.
+  jit::FreezeOptions device;
+  device.conv_pool_images = 16;
+  device.prepare_weights = false;
+  manual_seed(33);
+  auto rm = nn::make<guide::ResearchModel>();
+  rm->eval();
+  for (std::int64_t batch : {1, 5}) {
+    CAPTURE(batch);
+    const T x = T::randn({batch, 3, 32, 32});
+    auto plan = jit::freeze<float>(jit::trace(rm, x), device);
+    CHECK(count(plan.graph(), jit::StepKind::conv2d_pool) == 2);
+    const T eager = [&] { InferenceMode im; return rm(x); }();
+    CHECK((plan.run(x) - eager).abs().max().item() < 1e-4f);
+    if (batch != 1) continue;
+    // 3 -> 64 channels at 32x32: four blocks of 16 filters (64 KiB of scratch), not the 256 KiB conv output.
+    for (const auto& s : plan.graph().steps)
+      if (s.kind == jit::StepKind::conv2d_pool && s.conv.in_channels == 3) CHECK(s.out[1].shape == Shape{1, 16, 32, 32});
+    frost::reset_peak_memory_stats();
+    const auto before = memory_stats().current_bytes;
+    {
+      InferenceMode im;
+      rm(x);
+    }
+    const auto eager_peak = memory_stats().peak_bytes - before;
+    CHECK(2.7 * double(plan.arena_bytes()) <= double(eager_peak));
+  }
+}
