@@ -12,29 +12,36 @@
 namespace frost::cuda_detail {
 
 /// Whether cuDNN takes these extents: its descriptors hold int dims and
-/// strides, and its epsilon has a floor.
-inline bool batch_norm_fits(std::int64_t n, std::int64_t c, std::int64_t inner, double eps) {
-  return n > 0 && c > 0 && inner > 0 && n <= INT_MAX / c && n * c <= INT_MAX / inner && eps >= CUDNN_BN_MIN_EPSILON;
+/// strides, eps must not be below its minimum, and its batch-norm kernels
+/// refuse (CUDNN_STATUS_NOT_SUPPORTED) batches past 65535 images in
+/// inference and 880801 in training: the limits PyTorch applies before
+/// choosing cuDNN (pytorch#19911). Past them the ops compose batch norm.
+inline bool batch_norm_fits(std::int64_t n, std::int64_t c, std::int64_t inner, double eps, bool training) {
+  return n > 0 && c > 0 && inner > 0 && n <= INT_MAX / c && n * c <= INT_MAX / inner &&
+         eps >= CUDNN_BN_MIN_EPSILON && n <= (training ? 880801 : 65535);
 }
+
+/// One cuDNN tensor descriptor, destroyed with it (also when a later member's set-up throws).
+struct TensorDescriptor {
+  cudnnTensorDescriptor_t d = nullptr;
+  explicit TensorDescriptor(const char* op) { FROST_CUDA(cudnnCreateTensorDescriptor(&d), op); }
+  ~TensorDescriptor() { cudnnDestroyTensorDescriptor(d); }
+  TensorDescriptor(const TensorDescriptor&) = delete;
+  TensorDescriptor& operator=(const TensorDescriptor&) = delete;
+};
 
 /// The data descriptor (x, y, dx, dy share it) and the per-channel one cuDNN derives from it.
 template <class T>
 struct BatchNormDescriptors {
   static constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL;
+  TensorDescriptor data, per_channel;
   cudnnTensorDescriptor_t x = nullptr, stats = nullptr;
 
-  BatchNormDescriptors(std::int64_t n, std::int64_t c, std::int64_t inner, const char* op) {
-    FROST_CUDA(cudnnCreateTensorDescriptor(&x), op);
-    FROST_CUDA(cudnnCreateTensorDescriptor(&stats), op);
+  BatchNormDescriptors(std::int64_t n, std::int64_t c, std::int64_t inner, const char* op)
+      : data(op), per_channel(op), x(data.d), stats(per_channel.d) {
     FROST_CUDA(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, cudnn_type<T>(), int(n), int(c), int(inner), 1), op);
     FROST_CUDA(cudnnDeriveBNTensorDescriptor(stats, x, kMode), op);
   }
-  ~BatchNormDescriptors() {
-    cudnnDestroyTensorDescriptor(stats);
-    cudnnDestroyTensorDescriptor(x);
-  }
-  BatchNormDescriptors(const BatchNormDescriptors&) = delete;
-  BatchNormDescriptors& operator=(const BatchNormDescriptors&) = delete;
 };
 
 // cuDNN reads alpha and beta as double for double data, float otherwise: T's own.

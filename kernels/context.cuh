@@ -5,6 +5,7 @@
 // captures a plan, its capture stream. Created on first use, so a program
 // that links frost::cuda starts (and runs on the CPU) where no GPU is present.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -52,16 +53,27 @@ struct Handles {
 struct Context;
 
 /// What a host thread holds on one device: its handles (once it has used
-/// the device) and, while it captures a plan, the stream it captures on.
+/// the device) and, while it captures a plan, the stream it captures on and
+/// the blocks allocated inside the capture (the graph's own allocations).
 struct ThreadState {
   Context* owner = nullptr;
   Handles handles;
   cudaStream_t capture = nullptr;
+  std::vector<void*> captured;
   ~ThreadState();
 };
-inline ThreadState& thread_state(int device) {
-  static thread_local std::array<ThreadState, kMaxCudaDevices> states;
-  return states[static_cast<std::size_t>(device)];
+/// Set when the thread's states are destroyed at its exit; a storage freed
+/// later (static destruction) then goes to the device's stream.
+inline thread_local bool thread_states_gone = false;
+struct ThreadStates {
+  std::array<ThreadState, kMaxCudaDevices> of;
+  ~ThreadStates() { thread_states_gone = true; }
+};
+/// This thread's state on `device`; null once the thread is ending.
+inline ThreadState* thread_state(int device) {
+  if (thread_states_gone) return nullptr;
+  static thread_local ThreadStates states;
+  return &states.of[static_cast<std::size_t>(device)];
 }
 
 struct Context {
@@ -106,12 +118,15 @@ struct Context {
   /// The stream this thread's work goes to: its capture stream while it
   /// captures a plan, the device's stream otherwise.
   cudaStream_t current() const {
-    const cudaStream_t c = thread_state(device).capture;
-    return c ? c : stream;
+    const ThreadState* t = thread_state(device);
+    return t && t->capture ? t->capture : stream;
   }
   /// This thread's handles, set to its current stream.
   Handles& handles(const char* op) {
-    ThreadState& t = thread_state(device);
+    ThreadState* state = thread_state(device);
+    FROST_CHECK(state != nullptr, "frost::", op, ": a CUDA library call on cuda:", device,
+                " after this thread's CUDA state was destroyed (during its exit)");
+    ThreadState& t = *state;
     if (!t.owner) {
       t.handles = acquire(op);
       t.owner = this;
@@ -157,7 +172,9 @@ struct Context {
     if (bytes == 0) return nullptr;
     book.reserve(bytes);
     void* p = nullptr;
-    const cudaError_t e = cudaMallocAsync(&p, bytes, current());
+    ThreadState* t = thread_state(device);
+    const cudaError_t e = cudaMallocAsync(&p, bytes, t && t->capture ? t->capture : stream);
+    if (e == cudaSuccess && t && t->capture) t->captured.push_back(p);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       book.release(bytes);
@@ -167,9 +184,20 @@ struct Context {
     }
     return p;
   }
+  /// Frees in stream order: a block the capturing thread allocated inside
+  /// its capture is the graph's, freed in the graph; any other block goes
+  /// back on the device's stream (a capture may free only its own blocks).
   void deallocate(void* p, std::size_t bytes) noexcept {
     if (!p) return;
-    (void)cudaFreeAsync(p, current());  // at exit the runtime may be gone already: nothing left to free then
+    cudaStream_t s = stream;
+    if (ThreadState* t = thread_state(device); t && t->capture) {
+      const auto it = std::find(t->captured.begin(), t->captured.end(), p);
+      if (it != t->captured.end()) {
+        t->captured.erase(it);
+        s = t->capture;
+      }
+    }
+    (void)cudaFreeAsync(p, s);  // at exit the runtime may be gone already: nothing left to free then
     book.release(bytes);
   }
 
@@ -194,6 +222,7 @@ struct Context {
 /// end of the process, so the pool is still there).
 inline ThreadState::~ThreadState() {
   if (owner) owner->release(handles);
+  owner = nullptr;
 }
 
 /// The user's switches (allow_tf32, benchmark); process-wide like PyTorch's.
@@ -223,16 +252,27 @@ inline int visible_devices() {
   return n;
 }
 
+/// The devices' contexts, each made on first use. Never destroyed: storages
+/// may be freed during static destruction.
+inline std::array<std::atomic<Context*>, kMaxCudaDevices>& contexts() {
+  static std::array<std::atomic<Context*>, kMaxCudaDevices> all{};
+  return all;
+}
+/// cuda:`device`'s context if it has started (null otherwise); the thread's
+/// current device is left alone.
+inline Context* started_context(int device) noexcept {
+  if (device < 0 || device >= kMaxCudaDevices) return nullptr;
+  return contexts()[static_cast<std::size_t>(device)].load(std::memory_order_acquire);
+}
+
 /// The context of cuda:`device`, created on first use, and made the calling
 /// thread's current device.
 inline Context& context(const char* op, int device = 0) {
-  // Never destroyed: storages may be freed during static destruction. Every
-  // device allocation comes here, so no lock once the device has started.
-  static std::array<std::atomic<Context*>, kMaxCudaDevices> contexts{};
+  // Every device allocation comes here, so no lock once the device has started.
   static std::mutex m;
   FROST_CHECK(device >= 0 && device < kMaxCudaDevices, "frost::", op, ": cuda:", device,
               " is not a device index frost takes (0 to ", kMaxCudaDevices - 1, ")");
-  std::atomic<Context*>& slot = contexts[static_cast<std::size_t>(device)];
+  std::atomic<Context*>& slot = contexts()[static_cast<std::size_t>(device)];
   if (Context* c = slot.load(std::memory_order_acquire)) {
     activate(device, op);
     return *c;
@@ -256,11 +296,9 @@ struct CudaAllocator final : DeviceAllocator {
   int device = 0;
   explicit CudaAllocator(int d) : device(d) {}
   void* allocate(std::size_t bytes, Device d) override { return context("empty", d.index).allocate(bytes, "empty"); }
+  /// Leaves the thread's current device alone: a free needs no device switch.
   void deallocate(void* p, std::size_t bytes) noexcept override {
-    try {
-      context("free", device).deallocate(p, bytes);
-    } catch (...) {  // the device was never started, or the runtime is gone at exit: nothing to give back
-    }
+    if (Context* c = started_context(device)) c->deallocate(p, bytes);
   }
 };
 
@@ -302,27 +340,30 @@ struct CudaRuntime final : detail::DeviceRuntime {
   void capture_begin(int device) override {
     const char* op = "jit::Plan (CUDA Graph capture)";
     Context& cx = context(op, device);
-    ThreadState& t = thread_state(device);
+    ThreadState& t = *thread_state(device);  // not null: this thread is running
     FROST_CHECK(t.capture == nullptr, "frost::", op, ": this thread is already capturing a plan on cuda:", device);
-    // A thread's first handles are created here, not inside the capture,
-    // which forbids the cudaMalloc behind them.
-    cx.handles(op);
     cudaStream_t s = nullptr;
     FROST_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), op);
-    const cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-    if (e != cudaSuccess) cudaStreamDestroy(s);
-    check(e, "cudaStreamBeginCapture", op);
     t.capture = s;
+    t.captured.clear();
+    try {
+      // The thread's handles are made (a cudaMalloc, which a capture forbids)
+      // and set to the capture stream before the capture begins.
+      cx.handles(op);
+      FROST_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), op);
+    } catch (...) {
+      end_capture_stream(t);
+      throw;
+    }
   }
   void* capture_end(int device) override {
     const char* op = "jit::Plan (CUDA Graph capture)";
     context(op, device);
-    ThreadState& t = thread_state(device);
+    ThreadState& t = *thread_state(device);
     FROST_CHECK(t.capture != nullptr, "frost::", op, ": no capture is running on this thread on cuda:", device);
-    const cudaStream_t s = std::exchange(t.capture, nullptr);
     cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(s, &graph);
-    cudaStreamDestroy(s);
+    const cudaError_t ended = cudaStreamEndCapture(t.capture, &graph);
+    end_capture_stream(t);
     check(ended, "cudaStreamEndCapture", op);
     cudaGraphExec_t exec = nullptr;
     const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
@@ -332,12 +373,11 @@ struct CudaRuntime final : detail::DeviceRuntime {
   }
   void capture_abort(int device) noexcept override {
     if (device < 0 || device >= kMaxCudaDevices) return;
-    ThreadState& t = thread_state(device);
-    if (!t.capture) return;
-    const cudaStream_t s = std::exchange(t.capture, nullptr);
+    ThreadState* t = thread_state(device);
+    if (!t || !t->capture) return;
     cudaGraph_t graph = nullptr;
-    if (cudaStreamEndCapture(s, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
-    cudaStreamDestroy(s);
+    if (cudaStreamEndCapture(t->capture, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+    end_capture_stream(*t);
     (void)cudaGetLastError();
   }
   void graph_launch(void* graph, int device) override {
@@ -347,6 +387,16 @@ struct CudaRuntime final : detail::DeviceRuntime {
   }
   void graph_destroy(void* graph) noexcept override {
     if (graph) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+  }
+
+ private:
+  /// Back to the device's stream: the capture stream destroyed, the
+  /// handles to be set to the device's stream at their next use (a later
+  /// stream may reuse the destroyed one's address).
+  static void end_capture_stream(ThreadState& t) noexcept {
+    cudaStreamDestroy(std::exchange(t.capture, nullptr));
+    t.captured.clear();
+    t.handles.bound = nullptr;
   }
 };
 

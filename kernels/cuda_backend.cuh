@@ -223,8 +223,8 @@ class CudaBackend final : public Backend<T> {
     }
   }
 
-  bool batch_norm_runs(std::int64_t n, std::int64_t c, std::int64_t inner, double eps) override {
-    return FloatScalar<T> && batch_norm_fits(n, c, inner, eps);
+  bool batch_norm_runs(std::int64_t n, std::int64_t c, std::int64_t inner, double eps, bool training) override {
+    return FloatScalar<T> && batch_norm_fits(n, c, inner, eps, training);
   }
   void batch_norm_training(std::int64_t n, std::int64_t c, std::int64_t inner, const T* x, const T* w, const T* b, T* y,
                            T* save_mean, T* save_invstd, T* running_mean, T* running_var, double momentum,

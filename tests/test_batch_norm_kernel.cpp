@@ -76,7 +76,7 @@ struct LoopBatchNorm final : Backend<T> {
   void copy_from_host(const T* host, T* dev, std::int64_t n) override { cpu.copy_from_host(host, dev, n); }
   void copy_to_host(const T* dev, T* host, std::int64_t n) override { cpu.copy_to_host(dev, host, n); }
 
-  bool batch_norm_runs(std::int64_t, std::int64_t, std::int64_t, double) override { return true; }
+  bool batch_norm_runs(std::int64_t, std::int64_t, std::int64_t, double, bool) override { return true; }
 
   void batch_norm_training(std::int64_t n, std::int64_t c, std::int64_t inner, const T* x, const T* w, const T* b,
                            T* y, T* save_mean, T* save_invstd, T* running_mean, T* running_var, double momentum,

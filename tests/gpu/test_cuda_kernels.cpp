@@ -63,6 +63,15 @@ TEST_CASE("cuda: batch norm through cuDNN matches the CPU in double (training, r
                  F::batch_norm(x.cpu.detach(), TD(), TD(), TD(), TD(), true), 1e-10, 1e-9, "no affine")
               .empty());
   }
+  // Past cuDNN's batch limit (65535 images in inference) the ops compose
+  // batch norm instead: same values, no cuDNN error.
+  {
+    NoGradGuard ng;
+    const auto big = TD::randn({70000, 3}, &g), m = TD::from({0.1, 0.2, 0.3}), v = TD::from({1.0, 2.0, 0.5});
+    CHECK(differ(F::batch_norm(big.to(kCuda), m.to(kCuda), v.to(kCuda)).cpu(), F::batch_norm(big, m, v), 1e-12, 1e-10,
+                 "eval past cuDNN's batch limit")
+              .empty());
+  }
   // Second derivatives: the create_graph backward takes the composite rule on the device too.
   Pair2 x(TD::randn({4, 3, 2}, &g) + 0.2), w(TD::randn({3}, &g));
   auto second = [](const TD& xi, const TD& wi) {

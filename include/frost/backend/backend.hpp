@@ -227,9 +227,10 @@ struct Backend {
   // channel over n and inner. Where batch_norm_runs is false the ops compose
   // batch norm from the kernels above instead.
 
-  /// Whether the batch_norm_* calls below run for these extents and eps.
-  virtual bool batch_norm_runs(std::int64_t n, std::int64_t c, std::int64_t inner, double eps) {
-    (void)n, (void)c, (void)inner, (void)eps;
+  /// Whether the batch_norm_* calls below run for these extents and eps
+  /// (batch_norm_training and _backward when `training`, else _inference).
+  virtual bool batch_norm_runs(std::int64_t n, std::int64_t c, std::int64_t inner, double eps, bool training) {
+    (void)n, (void)c, (void)inner, (void)eps, (void)training;
     return false;
   }
   /// Training: y = (x - mean) invstd w + b with the batch's mean and invstd =

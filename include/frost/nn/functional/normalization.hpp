@@ -284,7 +284,7 @@ Tensor<T> batch_norm(const Tensor<T>& input, const Tensor<T>& running_mean, cons
       input.numel() > 0 &&
       (batch_stats ? per_channel > 1 : !frost::detail::any_requires_grad<T>({&input, &weight, &bias})) &&
       (!running_mean.defined() || (running_mean.is_contiguous() && running_var.is_contiguous()));
-  if (kernel_fits && be.batch_norm_runs(input.size(0), c, per_channel / input.size(0), eps))
+  if (kernel_fits && be.batch_norm_runs(input.size(0), c, per_channel / input.size(0), eps, batch_stats))
     return detail::batch_norm_kernel(be, input.contiguous(), running_mean, running_var, weight, bias, batch_stats,
                                      momentum, eps);
 
