@@ -261,7 +261,7 @@ class CudaBackend final : public Backend<T> {
               std::int64_t ldw, bool packed, const T* bias, T* y, UnaryOp act) override {
     if constexpr (std::is_same_v<T, float>) {
       Context& cx = ctx("linear");
-      if (m > 0 && n > 0 && k > 0 && !trans_x && bias && (act == UnaryOp::copy || act == UnaryOp::relu) &&
+      if (m > 0 && n > 0 && k > 0 && !trans_x && bias && lt_epilogue_takes(act) &&
           lt_linear(cx.lt("linear"), cx.current(), cx.cublas_workspace, Context::kCublasWorkspace, switches().tf32, m, n, k, x, ldx,
                     w, ldw, packed, bias, y, act))
         return;

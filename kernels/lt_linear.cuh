@@ -1,6 +1,7 @@
 // A frozen plan's linear step as one cuBLASLt matmul with its bias (and
-// ReLU) epilogue: the bias add and activation happen in the GEMM's
-// write-out, no second pass over the output. Row-major y = x W^T is
+// ReLU or tanh-approximate GELU) epilogue: the bias add and activation happen
+// in the GEMM's write-out, no second pass over the output. (cuBLASLt's GELU
+// is the tanh approximation, so the exact GELU keeps its own pass.) Row-major y = x W^T is
 // column-major y^T = W x^T, so W is cuBLASLt's A and x its B.
 #pragma once
 #include <cublasLt.h>
@@ -27,8 +28,13 @@ struct LtCall {
   }
 };
 
-/// y[m, n] = act(x[m, k] op(w) + bias) in float with act copy or relu and a
-/// bias; false when cuBLASLt has no algorithm for it (the caller falls back).
+/// Whether cuBLASLt's epilogues compute act: none, relu, gelu_tanh.
+inline bool lt_epilogue_takes(UnaryOp act) {
+  return act == UnaryOp::copy || act == UnaryOp::relu || act == UnaryOp::gelu_tanh;
+}
+
+/// y[m, n] = act(x[m, k] op(w) + bias) in float with a bias and an act
+/// lt_epilogue_takes; false when cuBLASLt has no algorithm for it (the caller falls back).
 inline bool lt_linear(cublasLtHandle_t lt, cudaStream_t stream, void* workspace, std::size_t workspace_bytes, bool tf32,
                       std::int64_t m, std::int64_t n, std::int64_t k, const float* x, std::int64_t ldx, const float* w,
                       std::int64_t ldw, bool packed, const float* bias, float* y, UnaryOp act) {
@@ -38,7 +44,9 @@ inline bool lt_linear(cublasLtHandle_t lt, cudaStream_t stream, void* workspace,
   const cublasOperation_t ta = packed ? CUBLAS_OP_N : CUBLAS_OP_T, tb = CUBLAS_OP_N;
   FROST_CUDA(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), op);
   FROST_CUDA(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), op);
-  const cublasLtEpilogue_t epi = act == UnaryOp::relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  const cublasLtEpilogue_t epi = act == UnaryOp::relu        ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                 : act == UnaryOp::gelu_tanh ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                             : CUBLASLT_EPILOGUE_BIAS;
   FROST_CUDA(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), op);
   const void* bp = bias;
   FROST_CUDA(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp), op);

@@ -16,6 +16,14 @@ double gelu_grad_ref(double x) {
   return 0.5 * (1 + std::erf(x / std::numbers::sqrt2)) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);
 }
 double silu_grad_ref(double x) { return sigmoid_ref(x) * (1 + x * (1 - sigmoid_ref(x))); }
+// GELU's tanh approximation and its derivative, from the formula (PyTorch's approximate="tanh").
+double gelu_tanh_ref(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+}
+double gelu_tanh_grad_ref(double x) {
+  const double k = std::sqrt(2 / std::numbers::pi), t = std::tanh(k * (x + 0.044715 * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+}
 
 /// Zeros of `shape` with src written at start, start + step, ... along dim.
 Arr slice_backward_ref(const Arr& src, const Shape& shape, int dim, std::int64_t start, std::int64_t step) {
@@ -62,6 +70,7 @@ std::vector<Row> elementwise_rows() {
       row("leaky_relu", {{2, 4}}, away(-2, 2), FN(frost::leaky_relu(x[0])), EW1(a > 0 ? a : 0.01 * a)).layout({kS}),
       row("gelu", {{2, 3}}, uniform(-3, 3), FN(x[0].gelu()), EW1(gelu_ref(a))),
       row("silu", {{2, 3}}, uniform(-4, 4), FN(x[0].silu()), EW1(a * sigmoid_ref(a))),
+      row("gelu_tanh", {{2, 3}}, uniform(-3, 3), FN(x[0].gelu("tanh")), EW1(gelu_tanh_ref(a))),
       row("erf", {{2, 3}}, u, FN(frost::erf(x[0])), EW1(std::erf(a))),
       row("clamp", {{2, 4}}, avoiding(-1.5, 1.5, {-0.5, 0.8}, 0.05), FN(x[0].clamp(-0.5, 0.8)),
           EW1(std::clamp(a, -0.5, 0.8))),
@@ -93,6 +102,7 @@ std::vector<Row> elementwise_rows() {
       row("tanh", {{4, 6}}, uniform(-10, 10), FN(x[0].tanh()), EW1(std::tanh(a))).with_note("vector path"),
       row("sigmoid", {{4, 6}}, uniform(-30, 30), FN(x[0].sigmoid()), EW1(sigmoid_ref(a))).with_note("vector path, saturated tails"),
       row("silu", {{4, 6}}, uniform(-30, 30), FN(x[0].silu()), EW1(a * sigmoid_ref(a))).with_note("vector path"),
+      row("gelu_tanh", {{4, 6}}, uniform(-8, 8), FN(x[0].gelu("tanh")), EW1(gelu_tanh_ref(a))).with_note("vector path"),
 
       // ---- binary, broadcasting ---------------------------------------------
       row("add", {{2, 3}, {2, 3}}, u, FN(x[0] + x[1]), EW2(a + b)),
@@ -187,6 +197,9 @@ std::vector<Row> elementwise_rows() {
       row("silu_backward", {{2, 3}, {2, 3}}, Gens{u, uniform(-4, 4)},
           FN(frost::detail::binary_grad(BinaryOp::silu_backward, x[0], x[1])),
           ew2([](double dy, double v) { return dy * silu_grad_ref(v); })),
+      row("gelu_tanh_backward", {{2, 3}, {2, 3}}, Gens{u, uniform(-3, 3)},
+          FN(frost::detail::binary_grad(BinaryOp::gelu_tanh_backward, x[0], x[1])),
+          ew2([](double dy, double v) { return dy * gelu_tanh_grad_ref(v); })),
       // broadcasting (dy, saved) pairs: each gradient sums back to its input's shape
       row("relu_backward", {{2, 3}, {3}}, Gens{u, away(-2, 2)},
           FN(frost::detail::binary_grad(BinaryOp::relu_backward, x[0], x[1])),
@@ -206,6 +219,9 @@ std::vector<Row> elementwise_rows() {
       row("silu_backward", {Shape{}, {2, 3}}, Gens{u, uniform(-4, 4)},
           FN(frost::detail::binary_grad(BinaryOp::silu_backward, x[0], x[1])),
           ew2([](double dy, double v) { return dy * silu_grad_ref(v); })),
+      row("gelu_tanh_backward", {{3, 1}, {3, 4}}, Gens{u, uniform(-3, 3)},
+          FN(frost::detail::binary_grad(BinaryOp::gelu_tanh_backward, x[0], x[1])),
+          ew2([](double dy, double v) { return dy * gelu_tanh_grad_ref(v); })),
       row("slice_backward", {{2, 3}}, u, FN(frost::detail::slice_backward(x[0], Shape{2, 7}, 1, 1, 2)),
           REF(slice_backward_ref(x[0], Shape{2, 7}, 1, 1, 2))),
       row("slice_backward", {{2, 3}}, u, FN(frost::detail::slice_backward(x[0], Shape{5, 3}, 0, 2, 1)),

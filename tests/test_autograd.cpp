@@ -230,6 +230,7 @@ TEST_CASE("autograd: second derivatives of elementwise and reduction ops") {
       {"tanh", [](const TD& x) { return x.tanh(); }, false},
       {"sigmoid", [](const TD& x) { return x.sigmoid(); }, false},
       {"gelu", [](const TD& x) { return x.gelu(); }, false},
+      {"gelu_tanh", [](const TD& x) { return x.gelu("tanh"); }, false},
       {"silu", [](const TD& x) { return x.silu(); }, false},
       {"pow_scalar", [](const TD& x) { return x.pow(2.5); }, true},
       {"pow", [&](const TD& x) { return x.pow(c * x); }, true},

@@ -154,6 +154,14 @@ TEST_CASE("freeze pass: activations fuse into conv and linear epilogues") {
   CHECK(fused.graph().steps.size() == 3);
   CHECK(plain.graph().steps.size() == 5);
   CHECK(close(fused.run(x), plain.run(x)));
+  // GELU, exact and tanh-approximate (cuBLASLt's GELU epilogue on CUDA), after linears.
+  nn::Sequential gm(nn::Linear(784, 64), nn::GELU("tanh"), nn::Linear(64, 32), nn::GELU(), nn::Linear(32, 10));
+  gm->eval();
+  auto gp = jit::freeze(gm, x);
+  CHECK(reported(gp, "2 activations fused"));
+  CHECK(gp.graph().steps.size() == 3);
+  const T want = [&] { InferenceMode im; return gm(x); }();
+  CHECK(close(gp.run(x), want));
 }
 
 TEST_CASE("freeze pass: conv + relu + max pool run block by block, the conv output never stored whole") {

@@ -145,3 +145,22 @@ TEST_CASE("nn layers: the guide's ResearchModel trunk in double passes a gradche
   net(TD::randn({2, 2, 4, 4})).sum().backward();
   for (const auto& p : params) CHECK(p.grad().defined());
 }
+
+TEST_CASE("nn layers: GELU exact and tanh-approximate, as nn.GELU(approximate=...)") {
+  const auto x = TD::from({-2.0, -0.5, 0.0, 0.7, 3.0});
+  const auto exact = nn::GELUT<double>()(x), approx = nn::GELUT<double>("tanh")(x);
+  // PyTorch: gelu(x) and gelu(x, approximate="tanh") at these points.
+  const double k = std::sqrt(2 / 3.14159265358979323846);
+  for (std::size_t i = 0; i < 5; ++i) {
+    const double v = x.to_vector()[i];
+    CHECK(exact.to_vector()[i] == doctest::Approx(0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))).epsilon(1e-14));
+    CHECK(approx.to_vector()[i] == doctest::Approx(0.5 * v * (1 + std::tanh(k * (v + 0.044715 * v * v * v)))).epsilon(1e-14));
+  }
+  // The two differ by up to about 1e-3 around |x| ~ 2.
+  CHECK((exact - approx).abs().max().item() > 1e-5);
+  CHECK(repr(nn::GELU("tanh")) == "GELU(approximate='tanh')");
+  CHECK(repr(nn::GELU()) == "GELU()");
+  CHECK_THROWS_WITH_AS(nn::GELU("erf"), doctest::Contains("approximate must be \"none\" or \"tanh\", got \"erf\""),
+                       Error);
+  CHECK_THROWS_WITH_AS(T::ones({2}).gelu("fast"), doctest::Contains("frost::gelu: approximate must be"), Error);
+}

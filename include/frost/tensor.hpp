@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -169,7 +170,8 @@ class Tensor {
   Tensor tanh() const;
   Tensor sigmoid() const;
   Tensor relu() const;
-  Tensor gelu() const;
+  /// approximate: "none" (exact, erf-based) or "tanh", as PyTorch's gelu.
+  Tensor gelu(std::string_view approximate = "none") const;
   Tensor silu() const;
   Tensor pow(T exponent) const;
   Tensor pow(const Tensor& exponent) const;

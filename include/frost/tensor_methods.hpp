@@ -84,7 +84,7 @@ template <class T> Tensor<T> Tensor<T>::cos() const { return frost::cos(*this); 
 template <class T> Tensor<T> Tensor<T>::tanh() const { return frost::tanh(*this); }
 template <class T> Tensor<T> Tensor<T>::sigmoid() const { return frost::sigmoid(*this); }
 template <class T> Tensor<T> Tensor<T>::relu() const { return frost::relu(*this); }
-template <class T> Tensor<T> Tensor<T>::gelu() const { return frost::gelu(*this); }
+template <class T> Tensor<T> Tensor<T>::gelu(std::string_view approximate) const { return frost::gelu(*this, approximate); }
 template <class T> Tensor<T> Tensor<T>::silu() const { return frost::silu(*this); }
 template <class T> Tensor<T> Tensor<T>::pow(T e) const { return frost::pow(*this, e); }
 template <class T> Tensor<T> Tensor<T>::pow(const Tensor& e) const { return frost::pow(*this, e); }

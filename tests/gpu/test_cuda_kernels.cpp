@@ -1,7 +1,8 @@
 // CUDA against CPU for the device-specific paths the op table does not
 // reach: batch norm through cuDNN (training, running statistics, gradients,
 // evaluation, second derivatives), the dense elementwise kernels' vectorised
-// loads at every size and alignment, and host threads sharing the device
+// loads at every size and alignment, cuBLASLt's GELU epilogue in a plan, and
+// host threads sharing the device
 // (a cuDNN handle each; a plan capturing its CUDA Graph while another thread
 // runs eager work). Each case reports "skipped: no CUDA device" where no GPU
 // is visible.
@@ -109,6 +110,28 @@ TEST_CASE("cuda: dense elementwise kernels agree with the CPU at every size and 
   const auto xd64 = TD::randn({1027}, &g);
   CHECK(differ(xd64.to(kCuda).narrow(0, 1, 1025).tanh().cpu(), xd64.narrow(0, 1, 1025).tanh(), 1e-14, 1e-13, "tanh")
             .empty());
+}
+
+TEST_CASE("cuda: a plan's linear + tanh-approximate GELU (cuBLASLt's GELU epilogue) matches eager and the CPU") {
+  if (no_gpu()) return;
+  namespace jit = frost::jit;
+  manual_seed(46);
+  nn::Sequential m(nn::Linear(96, 128), nn::GELU("tanh"), nn::Linear(128, 64), nn::GELU(), nn::Linear(64, 10));
+  m->eval();
+  for (std::int64_t batch : {1, 33}) {
+    CAPTURE(batch);
+    const auto x = TF::randn({batch, 96});
+    auto plan = jit::freeze(m, x);
+    const auto cpu = plan.run(x);
+    m->to(kCuda);
+    plan.to(kCuda);
+    for (int run = 0; run < 3; ++run) {
+      const auto y = plan.run(x).cpu();
+      CHECK(differ(y, [&] { InferenceMode im; return m(x.to(kCuda)).cpu(); }(), 1e-4, 1e-3, "plan vs eager").empty());
+      CHECK(differ(y, cpu, 1e-4, 1e-3, "CUDA plan vs CPU plan").empty());
+    }
+    m->to(Device::cpu());
+  }
 }
 
 TEST_CASE("cuda: eager convolutions and batch norm from several threads at once match the CPU") {

@@ -12,22 +12,30 @@ namespace frost {
 
 // Unary ops: y = f(x; p0, p1). The parameter is the scalar of scalar forms
 // (x + c), the slope of leaky_relu, the bounds of clamp, the exponent of pow.
+// Saved plans store these by number: new entries go at the end.
 #define FROST_UNARY_OPS(X) \
   X(neg) X(abs) X(sign) X(exp) X(log) X(sqrt) X(rsqrt) X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(leaky_relu) \
   X(gelu) X(silu) X(erf) X(clamp) X(pow_scalar) X(rpow_scalar) X(add_scalar) X(mul_scalar) X(rsub_scalar)    \
-  X(rdiv_scalar) X(eq_scalar) X(ne_scalar) X(lt_scalar) X(le_scalar) X(gt_scalar) X(ge_scalar) X(copy)
+  X(rdiv_scalar) X(eq_scalar) X(ne_scalar) X(lt_scalar) X(le_scalar) X(gt_scalar) X(ge_scalar) X(copy)        \
+  X(gelu_tanh)
 
 // Binary ops: y = f(a, b; p). The *_backward entries are the fused gradient
 // kernels backward rules call (dy, saved) -> dx; they are ops too, so their
 // own gradients make second derivatives work.
 #define FROST_BINARY_OPS(X)                                                                                   \
   X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(relu_backward) \
-  X(tanh_backward) X(sigmoid_backward) X(leaky_relu_backward) X(gelu_backward) X(silu_backward)
+  X(tanh_backward) X(sigmoid_backward) X(leaky_relu_backward) X(gelu_backward) X(silu_backward)                \
+  X(gelu_tanh_backward)
 
 #define FROST_ENUM_ENTRY(name) name,
 enum class UnaryOp : std::uint8_t { FROST_UNARY_OPS(FROST_ENUM_ENTRY) };
 enum class BinaryOp : std::uint8_t { FROST_BINARY_OPS(FROST_ENUM_ENTRY) };
 #undef FROST_ENUM_ENTRY
+#define FROST_COUNT_ENTRY(name) +1
+/// How many kinds each list has (a saved plan's op numbers stay below these).
+inline constexpr int kUnaryOpCount = 0 FROST_UNARY_OPS(FROST_COUNT_ENTRY);
+inline constexpr int kBinaryOpCount = 0 FROST_BINARY_OPS(FROST_COUNT_ENTRY);
+#undef FROST_COUNT_ENTRY
 
 namespace fn {
 
@@ -48,6 +56,20 @@ FROST_HOST_DEVICE inline T gelu_grad(T x) {
   const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
   const T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);
   return cdf + x * pdf;
+}
+/// GELU's tanh approximation (PyTorch's approximate="tanh", cuBLASLt's GELU
+/// epilogue): 0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3).
+template <class T>
+FROST_HOST_DEVICE inline T gelu_tanh(T x) {
+  const T u = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
+  return T(0.5) * x * (T(1) + std::tanh(u));
+}
+/// d gelu_tanh / dx = 0.5 (1 + t) + 0.5 x (1 - t^2) u', t = tanh(u), u' = sqrt(2 / pi) (1 + 3 0.044715 x^2)
+template <class T>
+FROST_HOST_DEVICE inline T gelu_tanh_grad(T x) {
+  const T k = T(0.79788456080286535588);
+  const T t = std::tanh(k * (x + T(0.044715) * x * x * x));
+  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3 * 0.044715) * x * x);
 }
 /// d silu / dx = s (1 + x (1 - s)), s = sigmoid(x)
 template <class T>
@@ -89,6 +111,7 @@ FROST_HOST_DEVICE inline T unary(UnaryOp op, T x, T p0, T p1) {
     case UnaryOp::gt_scalar: return T(x > p0);
     case UnaryOp::ge_scalar: return T(x >= p0);
     case UnaryOp::copy: return x;
+    case UnaryOp::gelu_tanh: return gelu_tanh(x);
   }
   return x;
 }
@@ -117,6 +140,7 @@ FROST_HOST_DEVICE inline T binary(BinaryOp op, T a, T b, T p) {
     case BinaryOp::leaky_relu_backward: return b > T(0) ? a : a * p;
     case BinaryOp::gelu_backward: return a * gelu_grad(b);
     case BinaryOp::silu_backward: return a * silu_grad(b);
+    case BinaryOp::gelu_tanh_backward: return a * gelu_tanh_grad(b);
   }
   return a;
 }

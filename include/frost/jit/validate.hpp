@@ -82,7 +82,7 @@ struct Validator {
       dense(s.in[0], x, "the input"), dense(s.in[1], w, "the weight"), dense(s.out[0], y, "the output");
       if (s.in[2].buf >= 0 && (s.in[2].shape != Shape{p.out_channels} || s.in[2].strides[0] != 1))
         invalid(source, k, "the bias must be [", p.out_channels, "] and dense");
-      op_below(s.op, static_cast<int>(UnaryOp::copy) + 1);
+      op_below(s.op, kUnaryOpCount);
     } else if (s.kind == StepKind::conv2d_grad_input) {
       count(s, 2, 1);
       dense(s.in[0], y, "dy"), dense(s.in[1], w, "the weight"), dense(s.out[0], x, "dx");
@@ -163,7 +163,7 @@ struct Validator {
       invalid(source, k, "a linear over ", x.shape.str(), " (", s.in.size() == 4 ? "prepared" : "unprepared",
               " weights) writes over its input; only a one-row linear over prepared weights, its input at most ",
               kInPlaceRowBytes, " bytes, may write over its input");
-    op_below(s.op, static_cast<int>(UnaryOp::copy) + 1);
+    op_below(s.op, kUnaryOpCount);
   }
 
   /// x [m, k] (rows dense), layers W [n, k] with bias [n] or none and their
@@ -190,7 +190,7 @@ struct Validator {
         invalid(source, k, "layer ", l, "'s bias must be [", n, "]");
       if (p.buf < 0 || buffer(p.buf).kind != BufferKind::prepared || p.offset != 0 || p.shape != Shape{buffer(p.buf).numel})
         invalid(source, k, "layer ", l, "'s panels must be a whole prepared buffer");
-      op_below(s.program[l].op, static_cast<int>(UnaryOp::copy) + 1);
+      op_below(s.program[l].op, kUnaryOpCount);
       if (l + 1 < layers) widest = std::max(widest, n);
       width = n;
     }
@@ -211,7 +211,7 @@ struct Validator {
       auto readable = [&](int r) { return r < static_cast<int>(s.in.size()) || (r >= 8 && r < written); };
       if (!readable(in.a) || (in.binary && !readable(in.b)) || in.dst != written)
         invalid(source, k, "a fused instruction reads an unset register or writes out of order");
-      op_below(in.op, in.binary ? static_cast<int>(BinaryOp::silu_backward) + 1 : static_cast<int>(UnaryOp::copy) + 1);
+      op_below(in.op, in.binary ? kBinaryOpCount : kUnaryOpCount);
       ++written;
     }
   }
@@ -222,10 +222,10 @@ struct Validator {
     const auto I64 = DType::int64;
     switch (s.kind) {
       case StepKind::unary: count(s, 1, 1), slot(s.in[0], dt), slot(s.out[0], dt), same(s.in[0].shape, s.out[0].shape),
-                            op_below(s.op, static_cast<int>(UnaryOp::copy) + 1); break;
+                            op_below(s.op, kUnaryOpCount); break;
       case StepKind::binary: count(s, 2, 1), slot(s.in[0], dt), slot(s.in[1], dt), slot(s.out[0], dt),
                              same(s.in[0].shape, s.out[0].shape), same(s.in[1].shape, s.out[0].shape),
-                             op_below(s.op, static_cast<int>(BinaryOp::silu_backward) + 1); break;
+                             op_below(s.op, kBinaryOpCount); break;
       case StepKind::where: count(s, 3, 1);
         for (const auto& x : s.in) slot(x, dt), same(x.shape, s.out[0].shape);
         slot(s.out[0], dt);

@@ -4,6 +4,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <string_view>
 #include <type_traits>
 
 #include "common.hpp"
@@ -157,7 +158,22 @@ struct GeluOp {
     g[0] = detail::activation_grad(BinaryOp::gelu_backward, dy, x);
   }
 };
-template <FloatScalar T> Tensor<T> gelu(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::gelu, x, GeluOp{}); }
+/// y = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))): GELU's tanh approximation
+struct GeluTanhOp {
+  static constexpr const char* name = "gelu_tanh";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
+    g[0] = detail::activation_grad(BinaryOp::gelu_tanh_backward, dy, x);
+  }
+};
+/// GELU as PyTorch's gelu(input, approximate): "none" is exact (x Phi(x)),
+/// "tanh" the tanh approximation (GPT-2's; a plan's linear layer takes it as
+/// cuBLASLt's GELU epilogue on CUDA).
+template <FloatScalar T> Tensor<T> gelu(const Tensor<T>& x, std::string_view approximate = "none") {
+  if (approximate == "tanh") return detail::unary_op<detail::Save::input>(UnaryOp::gelu_tanh, x, GeluTanhOp{});
+  FROST_CHECK(approximate == "none", "frost::gelu: approximate must be \"none\" or \"tanh\", got \"", approximate,
+              "\" (input of shape ", x.shape().str(), ")");
+  return detail::unary_op<detail::Save::input>(UnaryOp::gelu, x, GeluOp{});
+}
 
 /// y = x sigmoid(x)
 struct SiluOp {
@@ -387,7 +403,7 @@ template <FloatScalar T> Tensor<T> minimum(const Tensor<T>& a, const Tensor<T>& 
 
 // ---- fused gradient kernels, differentiable for second derivatives -------
 
-/// dx = f'(saved) dy for tanh, sigmoid, relu, leaky_relu, gelu, silu. Its own
+/// dx = f'(saved) dy for tanh, sigmoid, relu, leaky_relu, gelu, gelu_tanh, silu. Its own
 /// backward: d/d(dy) is the same kernel on the incoming gradient; d/d(saved)
 /// is f''(saved) dy, written with ops.
 struct ActivationBackwardOp {
@@ -404,6 +420,15 @@ struct ActivationBackwardOp {
       case BinaryOp::gelu_backward: {
         auto phi = (s * s * T(-0.5)).exp() * T(0.39894228040143267794);
         g[1] = sum_to(gg * dy * phi * (T(2) - s * s), s.shape());
+        break;
+      }
+      case BinaryOp::gelu_tanh_backward: {
+        // f'' = (1 - t^2) (u' + x (u'' / 2 - t u'^2)), u = k (x + a x^3), t = tanh(u)
+        const T k = T(0.79788456080286535588), a = T(0.044715);
+        auto t = ((s + s * s * s * a) * k).tanh();
+        auto du = (s * s * T(3) * a + T(1)) * k;
+        auto f2 = (T(1) - t * t) * (du + s * (s * T(3) * a * k - t * du * du));
+        g[1] = sum_to(gg * dy * f2, s.shape());
         break;
       }
       case BinaryOp::silu_backward: {

@@ -11,13 +11,13 @@ namespace frost {
   /* elementwise unary */                                                                                          \
   X(neg) X(abs) X(sign) X(exp) X(log) X(sqrt) X(rsqrt) X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(leaky_relu)     \
   X(gelu) X(silu) X(erf) X(clamp) X(pow_scalar) X(rpow_scalar) X(add_scalar) X(mul_scalar) X(rsub_scalar)         \
-  X(rdiv_scalar)                                                                                                   \
+  X(rdiv_scalar) X(gelu_tanh)                                                                                      \
   /* elementwise binary, comparisons, selection */                                                                 \
   X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(where)          \
   X(masked_fill)                                                                                                   \
   /* fused gradient kernels (differentiable, for second derivatives) */                                            \
   X(relu_backward) X(tanh_backward) X(sigmoid_backward) X(leaky_relu_backward) X(gelu_backward) X(silu_backward)  \
-  X(slice_backward)                                                                                                \
+  X(gelu_tanh_backward) X(slice_backward)                                                                          \
   /* reductions */                                                                                                 \
   X(sum) X(mean) X(var) X(std) X(prod) X(max) X(min) X(max_dim) X(min_dim) X(argmax) X(argmin) X(norm)            \
   X(logsumexp) X(softmax) X(log_softmax)                                                                           \

@@ -28,6 +28,8 @@ bool eigen_unary(const T* x, T* y, std::int64_t n) {
   else if constexpr (OP == UnaryOp::tanh) ya = xa.tanh();
   else if constexpr (OP == UnaryOp::sigmoid) ya = xa.logistic();
   else if constexpr (OP == UnaryOp::silu) ya = xa * xa.logistic();
+  else if constexpr (OP == UnaryOp::gelu_tanh)
+    ya = T(0.5) * xa * (T(1) + (T(0.79788456080286535588) * (xa + T(0.044715) * xa.cube())).tanh());
   else if constexpr (OP == UnaryOp::sqrt) ya = xa.sqrt();
   else if constexpr (OP == UnaryOp::rsqrt) ya = xa.rsqrt();
   else if constexpr (OP == UnaryOp::sin) ya = xa.sin();

@@ -15,7 +15,8 @@ namespace frost::jit::passes {
 inline bool epilogue_act(StepKind producer, UnaryOp op) {
   if (op == UnaryOp::relu) return true;  // cuDNN's fused conv epilogue takes relu only
   return producer == StepKind::linear &&
-         (op == UnaryOp::sigmoid || op == UnaryOp::tanh || op == UnaryOp::gelu || op == UnaryOp::silu);
+         (op == UnaryOp::sigmoid || op == UnaryOp::tanh || op == UnaryOp::gelu || op == UnaryOp::gelu_tanh ||
+          op == UnaryOp::silu);
 }
 
 inline void fuse_epilogues(FreezeState& st) {

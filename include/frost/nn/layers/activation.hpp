@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "../module.hpp"
 
@@ -22,11 +23,31 @@ namespace frost::nn {
   using Name = Name##T<float>;
 
 FROST_ACTIVATION_LAYER(ReLU, x.relu())
-FROST_ACTIVATION_LAYER(GELU, x.gelu())
 FROST_ACTIVATION_LAYER(SiLU, x.silu())
 FROST_ACTIVATION_LAYER(Sigmoid, x.sigmoid())
 FROST_ACTIVATION_LAYER(Tanh, x.tanh())
 #undef FROST_ACTIVATION_LAYER
+
+/// GELU, exact or (approximate = "tanh") its tanh approximation, as nn.GELU.
+template <class T>
+struct GELUImpl : ModuleT<T> {
+  std::string approximate;
+  explicit GELUImpl(std::string approx = "none") : approximate(std::move(approx)) {
+    FROST_CHECK(approximate == "none" || approximate == "tanh",
+                "frost::nn::GELU: approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
+  }
+  Tensor<T> forward(const Tensor<T>& x) { return x.gelu(approximate); }
+  std::string type_name() const override { return "GELU"; }
+  std::string extra_repr() const override { return approximate == "none" ? "" : "approximate='" + approximate + "'"; }
+};
+template <class T>
+class GELUT : public ModuleHolder<GELUImpl<T>> {
+ public:
+  GELUT() : GELUT("none") {}
+  explicit GELUT(std::string approximate)
+      : ModuleHolder<GELUImpl<T>>(std::make_shared<GELUImpl<T>>(std::move(approximate))) {}
+};
+using GELU = GELUT<float>;
 
 /// max(0, x) + negative_slope * min(0, x)
 template <class T>
