@@ -317,6 +317,30 @@ struct TempBuffer {
   }
 };
 
+/// Scratch for timing convolution algorithms (benchmark mode, a plan's first
+/// run): up to kMaxWorkspace, halved while the cap or the device refuses
+/// that much, and freed once the timing is done, so the context keeps only
+/// the chosen algorithm's workspace.
+struct FindWorkspace {
+  Context& ctx;
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  FindWorkspace(Context& c, const char* op) : ctx(c) {
+    for (std::size_t want = kMaxWorkspace;; want /= 2) {
+      try {
+        p = c.allocate(want, op);
+        bytes = want;
+        return;
+      } catch (const Error&) {
+        if (want <= (std::size_t(1) << 20)) throw;
+      }
+    }
+  }
+  ~FindWorkspace() { ctx.deallocate(p, bytes); }
+  FindWorkspace(const FindWorkspace&) = delete;
+  FindWorkspace& operator=(const FindWorkspace&) = delete;
+};
+
 /// What frost::cuda's free functions reach.
 struct CudaRuntime final : detail::DeviceRuntime {
   int device_count() override { return visible_devices(); }

@@ -386,9 +386,9 @@ void CudaBackend<T>::conv2d(const Conv2dParams& p, const View<const T>& x, const
           FROST_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(cx.cudnn(op), d.x, d.w, d.conv, d.y, req, n, perf), op);
         },
         [&](int req, int* n, cudnnConvolutionFwdAlgoPerf_t* perf) {
-          void* ws = cx.workspace_for(kMaxWorkspace, op);
+          FindWorkspace ws(cx, op);
           FROST_CUDA(cudnnFindConvolutionForwardAlgorithmEx(cx.cudnn(op), d.x, xin, d.w, w.data, d.conv, d.y, y.data, req,
-                                                            n, perf, ws, kMaxWorkspace),
+                                                            n, perf, ws.p, ws.bytes),
                      op);
         },
         op);
@@ -430,9 +430,9 @@ void CudaBackend<T>::conv2d_grad_input(const Conv2dParams& p, const View<const T
           FROST_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(cx.cudnn(op), d.w, d.y, d.conv, d.x, req, n, perf), op);
         },
         [&](int req, int* n, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
-          void* ws = cx.workspace_for(kMaxWorkspace, op);
+          FindWorkspace ws(cx, op);
           FROST_CUDA(cudnnFindConvolutionBackwardDataAlgorithmEx(cx.cudnn(op), d.w, w.data, d.y, dy.data, d.conv, d.x, out,
-                                                                 req, n, perf, ws, kMaxWorkspace),
+                                                                 req, n, perf, ws.p, ws.bytes),
                      op);
         },
         op);
@@ -478,9 +478,9 @@ void CudaBackend<T>::conv2d_grad_weight(const Conv2dParams& p, const View<const 
           FROST_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cx.cudnn(op), d.x, d.y, d.conv, d.w, req, n, perf), op);
         },
         [&](int req, int* n, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
-          void* ws = cx.workspace_for(kMaxWorkspace, op);
+          FindWorkspace ws(cx, op);
           FROST_CUDA(cudnnFindConvolutionBackwardFilterAlgorithmEx(cx.cudnn(op), d.x, xin, d.y, dy.data, d.conv, d.w,
-                                                                   dw.data, req, n, perf, ws, kMaxWorkspace),
+                                                                   dw.data, req, n, perf, ws.p, ws.bytes),
                      op);
         },
         op);

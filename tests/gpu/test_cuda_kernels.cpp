@@ -172,8 +172,7 @@ TEST_CASE("cuda: a plan captures its CUDA Graph while another thread runs eager 
   const auto x = TF::randn({4, 3, 32, 32}, &g);
   auto plan = jit::freeze(model, x);
   const auto want = plan.run(x);  // on the CPU
-  plan.to(kCuda);
-  CHECK(differ(plan.run(x).cpu(), want, 1e-4, 1e-3, "warm-up run").empty());
+  plan.to(kCuda);  // its step-by-step first run happens here: the next run is the capture
   // The other thread's kernels go to the device's stream meanwhile; before
   // captures had a stream of their own they could land in the graph.
   const auto a = TF::randn({64, 64}, &g), k = TF::randn({6, 3, 3, 3}, &g);

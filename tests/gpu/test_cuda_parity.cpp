@@ -476,7 +476,7 @@ TEST_CASE("cuda: frozen plans on the device equal eager there, and replay as a C
   } watcher{running, std::thread([&] {
               while (running) seen_on = seen_on || cuda::benchmark();
             })};
-  for (int run = 0; run < 4; ++run) {  // run 0 warms, run 1 captures, runs 2.. replay the graph
+  for (int run = 0; run < 4; ++run) {  // to() warmed the plan: run 0 captures, runs 1.. replay the graph
     const auto xi = run == 0 ? x : Tensor<float>::randn({4, 3, 32, 32}, &g);
     const Tensor<float> eager = eager_on_cuda(model, xi);
     const auto frozen = run % 2 ? plan.run(xi.to(kCuda)) : plan.run(xi);  // device or host inputs

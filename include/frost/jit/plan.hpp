@@ -200,9 +200,10 @@ class Plan {
   /// Moves the plan to `d` in place: its constants are copied to the device
   /// once, each run's arena lives there, inputs (on the CPU or on `d`) are
   /// staged into the arena, and outputs are tensors on `d`. On CUDA a plan
-  /// without guards or indexing steps is captured as a CUDA Graph on its
-  /// second run and replayed from then on (the first run warms the
-  /// convolution algorithms and workspaces). Needs frost::cuda for CUDA.
+  /// without guards or indexing steps runs once here, on zeros, to time its
+  /// convolution algorithms and size the cuDNN / cuBLAS workspaces; its
+  /// first run is then captured as a CUDA Graph and replayed from then on.
+  /// Needs frost::cuda for CUDA.
   Plan& to(Device d) {
     if (d == device_) return *this;
     if (!d.is_cpu()) (void)backend_for<T>(d).allocator();  // no CUDA backend: the error comes before any change
@@ -217,6 +218,7 @@ class Plan {
       *this = refrozen(Graph(*source_), d);
     }
     place_on(d);
+    if (d.is_cuda() && graphable_) warm_up();
     return *this;
   }
   Device device() const { return device_; }
@@ -230,6 +232,14 @@ class Plan {
     Plan next = freeze<T>(std::move(g), o);
     next.opt_ = opt_;  // refit and save keep the user's options
     return next;
+  }
+  /// A device plan's step-by-step first run, on zeros (no guards: nothing
+  /// reads the values), made when it moves: the workspaces and algorithms
+  /// are in place before the user's first run, which the graph captures.
+  void warm_up() {
+    std::vector<Tensor<T>> zeros;
+    for (const Shape& s : g_.input_shapes) zeros.push_back(Tensor<T>::zeros(s, device_));
+    (void)run_all(zeros);
   }
   /// Copies the constants to `d` (nothing to copy for the CPU).
   void place_on(Device d) {
@@ -488,9 +498,9 @@ class Plan {
 
   /// The steps on the device: the first run step by step (it times the
   /// convolution algorithms for these shapes, as cudnn.benchmark does, and
-  /// sizes the workspaces), the second captured as a CUDA Graph, later ones
-  /// one graph launch. Plans with guards (or index steps) always run step
-  /// by step.
+  /// sizes the workspaces; to() makes it), the second captured as a CUDA
+  /// Graph, later ones one graph launch. Plans with guards (or index steps)
+  /// always run step by step.
   void execute_device(Workspace& ws) const {
     frost::detail::DeviceRuntime* rt = frost::detail::cuda_runtime_slot();
     const bool cuda = rt && device_.is_cuda();

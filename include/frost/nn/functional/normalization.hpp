@@ -30,12 +30,18 @@ struct NormalizeRule {
   bool per_group;
   std::uint32_t w_version;
 
+  /// The saved weight (kept as a handle, not a SavedTensor) was not written since.
   template <class T>
-  void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x, const Tensor<T>& d_saved,
-                const Tensor<T>& rstd_saved, const Tensor<T>& w, const char* name) const {
+  void check_weight(const Tensor<T>& w, const char* name) const {
     FROST_CHECK(!w.defined() || w.version() == w_version, "frost::backward: the weight of shape ", w.shape().str(),
                 " saved by ", name, " was modified by an in-place operation (version ", w_version, " when saved, ",
                 w.version(), " now); use an out-of-place op or clone() it first");
+  }
+
+  template <class T>
+  void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x, const Tensor<T>& d_saved,
+                const Tensor<T>& rstd_saved, const Tensor<T>& w, const char* name) const {
+    check_weight(w, name);
     const bool create_graph = is_grad_enabled();
     Tensor<T> d = d_saved, rstd = rstd_saved;
     if (create_graph) {
@@ -120,9 +126,7 @@ struct BatchNormKernelOp : NormalizeRule {
       NormalizeRule::backward(dy, g, x, Tensor<T>(), Tensor<T>(), w, name);
       return;
     }
-    FROST_CHECK(!w.defined() || w.version() == w_version, "frost::backward: the weight of shape ", w.shape().str(),
-                " saved by batch_norm was modified by an in-place operation (version ", w_version, " when saved, ",
-                w.version(), " now); use an out-of-place op or clone() it first");
+    check_weight(w, name);
     const std::int64_t batch = x.size(0), c = x.size(1), inner = x.numel() / (batch * c);
     const Tensor<T> dyc = dy.contiguous();
     const Tensor<T> wk = w.defined() ? w.contiguous() : Tensor<T>::ones({c}, x.device());
