@@ -121,6 +121,11 @@ struct Context {
     const ThreadState* t = thread_state(device);
     return t && t->capture ? t->capture : stream;
   }
+  /// Whether this thread is capturing a plan on the device.
+  bool capturing() const {
+    const ThreadState* t = thread_state(device);
+    return t && t->capture;
+  }
   /// This thread's handles, set to its current stream.
   Handles& handles(const char* op) {
     ThreadState* state = thread_state(device);
@@ -207,6 +212,10 @@ struct Context {
   void* workspace_for(std::size_t bytes, const char* op) {
     std::lock_guard<std::mutex> g(workspace_mutex);
     if (bytes <= workspace_bytes) return workspace;
+    // A block allocated in a capture belongs to the graph: eager work could
+    // not use it. The plan runs step by step once instead (that grows it).
+    FROST_CHECK(!capturing(), "frost::", op, ": a CUDA Graph capture needs a ", bytes,
+                "-byte workspace, larger than the ", workspace_bytes, " bytes reserved");
     void* grown = allocate(bytes, op);
     if (workspace) retired_workspaces.push_back(workspace);
     workspace = grown;
@@ -325,18 +334,32 @@ struct FindWorkspace {
   Context& ctx;
   void* p = nullptr;
   std::size_t bytes = 0;
+  // cudaMalloc rather than the stream-ordered pool, which keeps freed
+  // blocks cached: cuDNN's and cuBLAS's own allocations could not use them.
   FindWorkspace(Context& c, const char* op) : ctx(c) {
+    constexpr std::size_t kLeast = std::size_t(1) << 20;
     for (std::size_t want = kMaxWorkspace;; want /= 2) {
       try {
-        p = c.allocate(want, op);
+        c.book.reserve(want);
+      } catch (const Error&) {
+        if (want <= kLeast) throw;
+        continue;
+      }
+      const cudaError_t e = cudaMalloc(&p, want);
+      if (e == cudaSuccess) {
         bytes = want;
         return;
-      } catch (const Error&) {
-        if (want <= (std::size_t(1) << 20)) throw;
       }
+      (void)cudaGetLastError();
+      c.book.release(want);
+      p = nullptr;
+      if (want <= kLeast) check(e, "cudaMalloc (convolution algorithm timing scratch)", op);
     }
   }
-  ~FindWorkspace() { ctx.deallocate(p, bytes); }
+  ~FindWorkspace() {
+    if (p) (void)cudaFree(p);  // waits for the timing's kernels, which is where they are anyway
+    ctx.book.release(bytes);
+  }
   FindWorkspace(const FindWorkspace&) = delete;
   FindWorkspace& operator=(const FindWorkspace&) = delete;
 };

@@ -323,6 +323,11 @@ class CudaBackend final : public Backend<T> {
       auto it = cx.algos.find(key);
       if (it != cx.algos.end()) return it->second;
     }
+    // A capture cannot time (it synchronises) nor ask cuDNN's heuristics
+    // afresh: the plan runs step by step once instead, which fills the cache.
+    FROST_CHECK(!cx.capturing(), "frost::", op, ": no convolution algorithm chosen yet for these shapes (",
+                p.in_channels, " -> ", p.out_channels, " channels, TF32 ", switches().tf32 ? "on" : "off",
+                ") inside a CUDA Graph capture");
     const ConvAlgo a = choose_algo<Perf>(timed, kMaxWorkspace, get, find, op);
     std::lock_guard<std::mutex> g(cx.algo_mutex);
     cx.algos.emplace(key, a);

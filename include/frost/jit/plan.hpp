@@ -218,6 +218,8 @@ class Plan {
       *this = refrozen(Graph(*source_), d);
     }
     place_on(d);
+    // Should the warm-up throw (out of device memory), the plan is on `d`,
+    // not warmed: its next run is the step-by-step one.
     if (d.is_cuda() && graphable_) warm_up();
     return *this;
   }
@@ -373,7 +375,7 @@ class Plan {
     // Device plans: the inputs' fixed home (a captured graph reads them
     // there), the runs so far and the captured graph.
     std::vector<Ref<StorageImpl>> inputs;
-    int runs = 0;
+    int runs = 0, failed_captures = 0;
     void* graph = nullptr;
     Workspace() = default;
     Workspace(const Workspace&) = delete;
@@ -520,20 +522,12 @@ class Plan {
         rt->graph_launch(ws.graph, device_.index);
         return;
       }
-      if (ws.runs > 0) {
-        rt->capture_begin(device_.index);
-        try {
-          for (const auto& s : g_.steps) detail::run_step(s, ws.bases.data(), device_);
-        } catch (...) {
-          rt->capture_abort(device_.index);
-          throw;
-        }
-        ws.graph = rt->capture_end(device_.index);
-        rt->graph_launch(ws.graph, device_.index);
-        return;
-      }
+      // A capture that cannot hold a step (an algorithm not timed for these
+      // shapes, e.g. after the TF32 switch changed; a workspace to grow)
+      // falls back to a step-by-step run, which times and sizes them, so the
+      // next run captures; after kMaxFailedCaptures the plan stays step by step.
+      if (ws.runs > 0 && ws.failed_captures < kMaxFailedCaptures && capture(ws, rt)) return;
     }
-    ++ws.runs;
     for (const auto& s : g_.steps) {
       if (s.kind != StepKind::guard) {
         detail::run_step(s, ws.bases.data(), device_);
@@ -545,6 +539,30 @@ class Plan {
       read_back(b.dtype, ws.bases[static_cast<std::size_t>(s.in[0].buf)], host.data(), b.numel);
       check_guard(s, b, host.data());
     }
+    ++ws.runs;  // only a run that went through counts as the warm one
+  }
+  /// Captures the steps as a CUDA Graph and launches it; false (nothing
+  /// captured, nothing run) when a step could not be captured.
+  bool capture(Workspace& ws, frost::detail::DeviceRuntime* rt) const {
+    rt->capture_begin(device_.index);
+    try {
+      for (const auto& s : g_.steps) detail::run_step(s, ws.bases.data(), device_);
+    } catch (const Error&) {
+      rt->capture_abort(device_.index);
+      ++ws.failed_captures;
+      return false;
+    } catch (...) {
+      rt->capture_abort(device_.index);
+      throw;
+    }
+    try {
+      ws.graph = rt->capture_end(device_.index);
+    } catch (const Error&) {
+      ++ws.failed_captures;
+      return false;
+    }
+    rt->graph_launch(ws.graph, device_.index);
+    return true;
   }
   void read_back(DType dt, const void* dev, void* host, std::int64_t n) const {
     if (dt == DType::float32) backend_for<float>(device_).copy_to_host(static_cast<const float*>(dev), static_cast<float*>(host), n);
@@ -594,9 +612,11 @@ class Plan {
                 " steps instead of ", g_.steps.size(), "); freeze the module again");
     *this = std::move(next);
     place_on(d);  // the new constants go where the old ones were
+    if (d.is_cuda() && graphable_) warm_up();
   }
 
   static constexpr std::int64_t kDeviceConvPoolImages = 16;
+  static constexpr int kMaxFailedCaptures = 2;
 
   Graph g_;
   std::vector<std::string> report_;

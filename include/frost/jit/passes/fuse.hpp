@@ -95,8 +95,17 @@ inline void fuse_conv_pool(FreezeState& st, std::int64_t images_per_block = 0) {
       // its scratch is one block, the same ~64 KiB, so a plan's device
       // memory at batch 1 stays near a third of eager's.
       const int nt = images_per_block > 0 ? 1 : plan_threads();
-      const std::int64_t plane = std::max<std::int64_t>(hw * static_cast<std::int64_t>(detail::dtype_size(xb.dtype)), 1);
+      const auto esize = static_cast<std::int64_t>(detail::dtype_size(xb.dtype));
+      const std::int64_t plane = std::max<std::int64_t>(hw * esize, 1);
       block = std::clamp<std::int64_t>(kConvPoolBlockBytes / plane, 1, (O + nt - 1) / nt);
+      if (images_per_block > 0 && block < O) {
+        // Each block's filters and bias start 16-byte aligned, as the first
+        // block's (whose timing cuDNN's algorithm cache reuses) do.
+        const std::int64_t per_filter = p.conv.in_channels * p.conv.kernel_h * p.conv.kernel_w * esize;
+        std::int64_t step = 1;
+        while ((step * per_filter) % 16 != 0 || (step * esize) % 16 != 0) ++step;
+        block = std::min(O, std::max(step, block / step * step));
+      }
       threads = static_cast<int>(std::min<std::int64_t>(nt, (O + block - 1) / block));
     } else {
       // Images per conv call: about 256 output tiles of 2x2, what the Winograd GEMMs like.
