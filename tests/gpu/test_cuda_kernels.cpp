@@ -208,3 +208,26 @@ TEST_CASE("cuda: a plan captures its CUDA Graph while another thread runs eager 
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("cuda") {
+
+TEST_CASE("cuda: a plan whose capture misses its algorithms (TF32 switched after to()) runs step by step, then captures") {
+  if (no_gpu()) return;
+  namespace jit = frost::jit;
+  manual_seed(47);
+  auto model = nn::make<guide::ResearchModel>();
+  model->eval();
+  const auto x = TF::randn({2, 3, 32, 32});
+  auto plan = jit::freeze(model, x);
+  const auto want = plan.run(x);
+  plan.to(kCuda);  // warmed with TF32 off
+  struct Restore {
+    ~Restore() { cuda::set_allow_tf32(false); }
+  } restore;
+  cuda::set_allow_tf32(true);  // the cached algorithms no longer match: the capture falls back
+  for (int run = 0; run < 4; ++run)  // run 0: fallback, run 1: capture, then replays
+    CHECK(differ(plan.run(x).cpu(), want, 1e-2, 1e-2, "run " + std::to_string(run) + " (TF32)").empty());
+  cuda::set_allow_tf32(false);
+}
+
+}  // TEST_SUITE
