@@ -1,10 +1,13 @@
-// batch_norm's backend-kernel path (one cuDNN call each way on CUDA), driven
-// on the CPU: a backend passing every other kernel to the CPU's answers
-// batch_norm_runs with true and runs batch_norm_* as plain loops. Installed for the thread through
-// the hook every kernel call goes through, it must give what the composite
-// path gives: outputs, running statistics, gradients of x, weight and bias,
-// second derivatives (which fall back to the composite rule), and a
-// finite-difference gradcheck. The GPU suite checks cuDNN against the CPU.
+// batch_norm's two paths: the backend's kernels (the CPU's few-pass loops,
+// one cuDNN call each way on CUDA) and the composite of ops (traces, and
+// what a backend without the kernels gets). A backend passing every other
+// kernel to the CPU's either runs batch_norm_* as plain loops or answers
+// batch_norm_runs with false; installed for the thread through the hook
+// every kernel call goes through, it drives each path on the CPU. All three
+// (loops, the CPU's kernels, the composite) must agree: outputs, running
+// statistics, gradients of x, weight and bias, second derivatives (which
+// take the composite rule), and a finite-difference gradcheck. The GPU
+// suite checks cuDNN against the CPU.
 #include <cmath>
 
 #include "support.hpp"
@@ -22,6 +25,7 @@ namespace {
 template <class T>
 struct LoopBatchNorm final : Backend<T> {
   Backend<T>& cpu = cpu_backend<T>();
+  bool runs = true;  // false: the composite path
   int training = 0, inference = 0, backward = 0;
 
   Device device() const override { return Device::cpu(); }
@@ -76,7 +80,7 @@ struct LoopBatchNorm final : Backend<T> {
   void copy_from_host(const T* host, T* dev, std::int64_t n) override { cpu.copy_from_host(host, dev, n); }
   void copy_to_host(const T* dev, T* host, std::int64_t n) override { cpu.copy_to_host(dev, host, n); }
 
-  bool batch_norm_runs(std::int64_t, std::int64_t, std::int64_t, double, bool) override { return true; }
+  bool batch_norm_runs(std::int64_t, std::int64_t, std::int64_t, double, bool) override { return runs; }
 
   void batch_norm_training(std::int64_t n, std::int64_t c, std::int64_t inner, const T* x, const T* w, const T* b,
                            T* y, T* save_mean, T* save_invstd, T* running_mean, T* running_var, double momentum,
@@ -143,6 +147,17 @@ struct Routed {
   Routed& operator=(const Routed&) = delete;
 };
 
+/// A backend that composes batch norm from the other kernels.
+template <class T>
+LoopBatchNorm<T>& composite() {
+  static thread_local LoopBatchNorm<T> b = [] {
+    LoopBatchNorm<T> c;
+    c.runs = false;
+    return c;
+  }();
+  return b;
+}
+
 /// y, then the gradients of sum(y * cos(0.3 i)) for each input.
 std::vector<TD> value_and_grads(const std::function<TD(const std::vector<TD>&)>& f, std::vector<TD> xs) {
   for (auto& x : xs) x = x.detach().clone().requires_grad_();
@@ -155,32 +170,42 @@ std::vector<TD> value_and_grads(const std::function<TD(const std::vector<TD>&)>&
 
 }  // namespace
 
-TEST_CASE("batch_norm kernel path: training equals the composite path (outputs, running stats, gradients)") {
+TEST_CASE("batch_norm: the loops, the CPU's kernels and the composite agree in training (outputs, running stats, "
+          "gradients)") {
   LoopBatchNorm<double> kernels;
-  for (const Shape& s : {Shape{5, 3}, Shape{4, 3, 7}, Shape{2, 3, 4, 5}}) {
+  for (const Shape& s : {Shape{5, 3}, Shape{4, 3, 7}, Shape{2, 3, 4, 5}, Shape{3, 3, 40, 50}}) {
     CAPTURE(s.str());
-    const auto x = TD::randn(s) * 2.0 + 0.5, w = TD::from({1.5, -0.5, 0.75}), b = TD::from({0.1, 0.2, -0.3});
+    // A large mean beside a small spread: the kernels subtract the mean first, as the composite does.
+    const auto x = TD::randn(s) * 2.0 + 100.5, w = TD::from({1.5, -0.5, 0.75}), b = TD::from({0.1, 0.2, -0.3});
     auto rm = TD::from({0.2, -0.1, 0.0}), rv = TD::from({1.5, 0.8, 1.0});
-    auto rm_k = rm.clone(), rv_k = rv.clone();
-    const auto want = value_and_grads(
-        [&](const std::vector<TD>& in) { return F::batch_norm(in[0], rm, rv, in[1], in[2], true, 0.2, 1e-5); },
-        {x, w, b});
+    auto rm_k = rm.clone(), rv_k = rv.clone(), rm_c = rm.clone(), rv_c = rv.clone();
+    auto run = [&](TD& m, TD& v) {
+      return value_and_grads(
+          [&](const std::vector<TD>& in) { return F::batch_norm(in[0], m, v, in[1], in[2], true, 0.2, 1e-5); },
+          {x, w, b});
+    };
+    std::vector<TD> want, got;
+    {
+      Routed<double> r(composite<double>());
+      want = run(rm, rv);
+    }
     const int before = kernels.training;
-    std::vector<TD> got;
     {
       Routed<double> r(kernels);
-      got = value_and_grads(
-          [&](const std::vector<TD>& in) { return F::batch_norm(in[0], rm_k, rv_k, in[1], in[2], true, 0.2, 1e-5); },
-          {x, w, b});
+      got = run(rm_k, rv_k);
     }
+    const auto cpu = run(rm_c, rv_c);  // the CPU backend's own kernels
     CHECK(kernels.training == before + 1);
     CHECK(got[0].grad_fn_name() == std::string("batch_norm"));
     for (std::size_t k = 0; k < got.size(); ++k) {
       CAPTURE(k);
-      check_close(got[k], want[k], 1e-12, 1e-10);
+      check_close(got[k], want[k], 1e-10, 1e-9);
+      check_close(cpu[k], want[k], 1e-10, 1e-9);
     }
-    check_close(rm_k, rm, 1e-14, 1e-12);
-    check_close(rv_k, rv, 1e-14, 1e-12);
+    check_close(rm_k, rm, 1e-12, 1e-12);
+    check_close(rv_k, rv, 1e-12, 1e-10);
+    check_close(rm_c, rm, 1e-12, 1e-12);
+    check_close(rv_c, rv, 1e-12, 1e-10);
   }
 }
 
@@ -189,7 +214,10 @@ TEST_CASE("batch_norm kernel path: no affine parameters, no running stats, strid
   LoopBatchNorm<float> kf;
   // Without weight and bias the kernels get ones and zeros; only x has a gradient.
   const auto x = TD::randn({3, 4, 5}) + 1.0;
-  const auto want = value_and_grads([](const std::vector<TD>& in) { return F::batch_norm(in[0], TD(), TD()); }, {x});
+  const auto want = [&] {
+    Routed<double> r(composite<double>());
+    return value_and_grads([](const std::vector<TD>& in) { return F::batch_norm(in[0], TD(), TD()); }, {x});
+  }();
   {
     Routed<double> r(kd);
     const auto got =
@@ -202,8 +230,13 @@ TEST_CASE("batch_norm kernel path: no affine parameters, no running stats, strid
   // A channels-last input seen as [N, C, H, W]: made dense first, and its
   // gradient flows back through that copy.
   const auto xt = TD::randn({2, 4, 5, 3});
-  const auto f = [](const std::vector<TD>& in) { return F::batch_norm(in[0].permute({0, 3, 1, 2}), TD(), TD(), TD(), TD(), true); };
-  const auto want_t = value_and_grads(f, {xt});
+  const auto f = [](const std::vector<TD>& in) {
+    return F::batch_norm(in[0].permute({0, 3, 1, 2}), TD(), TD(), TD(), TD(), true);
+  };
+  const auto want_t = [&] {
+    Routed<double> r(composite<double>());
+    return value_and_grads(f, {xt});
+  }();
   {
     Routed<double> r(kd);
     const auto got = value_and_grads(f, {xt});
@@ -216,7 +249,10 @@ TEST_CASE("batch_norm kernel path: no affine parameters, no running stats, strid
   nn::BatchNorm2d a(4), k(4);
   k->load_state_dict(a->state_dict());
   const auto xf = TF::randn({3, 4, 2, 2}) * 3.0f;
-  const auto ya = a(xf);
+  const auto ya = [&] {
+    Routed<float> r(composite<float>());
+    return a(xf);
+  }();
   TF yk;
   {
     Routed<float> r(kf);
@@ -231,7 +267,11 @@ TEST_CASE("batch_norm kernel path: evaluation runs the inference kernel only whe
   LoopBatchNorm<double> kernels;
   const auto x = TD::randn({4, 3, 2, 2}), w = TD::from({0.5, 2.0, -1.0}), b = TD::from({0.25, -0.5, 1.0});
   const auto rm = TD::from({0.1, 0.2, 0.3}), rv = TD::from({0.9, 1.1, 2.0});
-  const auto want = F::batch_norm(x, rm, rv, w, b, false, 0.1, 1e-3);
+  const auto want = [&] {
+    Routed<double> r(composite<double>());
+    return F::batch_norm(x, rm, rv, w, b, false, 0.1, 1e-3);
+  }();
+  check_close(F::batch_norm(x, rm, rv, w, b, false, 0.1, 1e-3), want, 1e-12, 1e-12);  // the CPU's kernel
   {
     Routed<double> r(kernels);
     check_close(F::batch_norm(x, rm, rv, w, b, false, 0.1, 1e-3), want, 1e-12, 1e-12);

@@ -99,7 +99,8 @@ TEST_CASE("cuda: dense elementwise kernels agree with the CPU at every size and 
       const auto od = other.to(kCuda);
       CHECK(differ(xd.exp().cpu(), xc.exp(), 1e-6, 1e-6, "exp").empty());
       CHECK(differ((xd * od).cpu(), xc * other, 1e-6, 1e-6, "mul").empty());
-      CHECK(differ(frost::where(od > 0.0f, xd, od).cpu(), frost::where(other > 0.0f, xc, other), 0, 0, "where").empty());
+      CHECK(differ(frost::where(od > 0.0f, xd, od).cpu(), frost::where(other > 0.0f, xc, other), 0, 0, "where")
+                .empty());
       auto yd = od.clone();
       yd.add_(xd);  // in place: y is read and written through the same packs
       CHECK(differ(yd.cpu(), other + xc, 1e-6, 1e-6, "add_").empty());
@@ -142,7 +143,8 @@ TEST_CASE("cuda: eager convolutions and batch norm from several threads at once 
   for (int t = 0; t < kThreadsUsed; ++t) {
     xs.push_back(TF::randn({4, 3, 16, 16}, &g));
     ws.push_back(TF::randn({8, 3, 3, 3}, &g));
-    want.push_back(F::batch_norm(frost::conv2d(xs.back(), ws.back(), TF(), {.padding = 1}), TF(), TF(), TF(), TF(), true));
+    const auto conv = frost::conv2d(xs.back(), ws.back(), TF(), {.padding = 1});
+    want.push_back(F::batch_norm(conv, TF(), TF(), TF(), TF(), true));
   }
   std::vector<std::string> problems(kThreadsUsed);
   std::vector<std::thread> threads;
@@ -211,7 +213,7 @@ TEST_CASE("cuda: a plan captures its CUDA Graph while another thread runs eager 
 
 TEST_SUITE("cuda") {
 
-TEST_CASE("cuda: a plan whose capture misses its algorithms (TF32 switched after to()) runs step by step, then captures") {
+TEST_CASE("cuda: a plan whose capture misses its algorithms (TF32 on after to()) runs step by step, then captures") {
   if (no_gpu()) return;
   namespace jit = frost::jit;
   manual_seed(47);

@@ -12,6 +12,7 @@
 #include "../backend.hpp"
 
 #if !defined(FROST_CPU_BACKEND_EXTERN) || defined(FROST_CPU_BACKEND_IMPLEMENTATION)
+#include "batch_norm.hpp"
 #include "conv.hpp"
 #include "elementwise.hpp"
 #include "fused.hpp"
@@ -168,6 +169,26 @@ struct CpuBackend final : Backend<T> {
   void avg_pool2d_backward(const Pool2dParams& p, const View<const T>& dy, const View<T>& dx) override {
     if constexpr (FloatScalar<T>) cpu::avg_pool2d_backward(p, dy, dx);
     else math_unsupported("avg_pool2d_backward");
+  }
+
+  bool batch_norm_runs(std::int64_t, std::int64_t, std::int64_t, double, bool) override { return FloatScalar<T>; }
+  void batch_norm_training(std::int64_t n, std::int64_t c, std::int64_t inner, const T* x, const T* w, const T* b, T* y,
+                           T* save_mean, T* save_invstd, T* running_mean, T* running_var, double momentum,
+                           double eps) override {
+    if constexpr (FloatScalar<T>)
+      cpu::batch_norm_training(n, c, inner, x, w, b, y, save_mean, save_invstd, running_mean, running_var, momentum,
+                               eps);
+    else math_unsupported("batch_norm");
+  }
+  void batch_norm_inference(std::int64_t n, std::int64_t c, std::int64_t inner, const T* x, const T* w, const T* b,
+                            const T* mean, const T* var, T* y, double eps) override {
+    if constexpr (FloatScalar<T>) cpu::batch_norm_inference(n, c, inner, x, w, b, mean, var, y, eps);
+    else math_unsupported("batch_norm");
+  }
+  void batch_norm_backward(std::int64_t n, std::int64_t c, std::int64_t inner, const T* x, const T* dy, const T* w,
+                           const T* save_mean, const T* save_invstd, T* dx, T* dw, T* db, double) override {
+    if constexpr (FloatScalar<T>) cpu::batch_norm_backward(n, c, inner, x, dy, w, save_mean, save_invstd, dx, dw, db);
+    else math_unsupported("batch_norm_backward");
   }
 
   void fused_elementwise(const FusedInstr* prog, int n_instrs, const T* const* inputs, int n_inputs, T* y,
