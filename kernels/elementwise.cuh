@@ -130,9 +130,7 @@ void launch_map(const Launch& L, const View<T>& y, const View<const T>* const (&
   }
   const Strided<NIN + 1> g = make_strided<NIN + 1>(y.shape, strides);
   if (g.dense) {
-    bool packed = pack_aligned(y.data);
-    for (int k = 0; k < NIN; ++k) packed = packed && pack_aligned(in.p[k]);
-    if (packed) map_packed<T, NIN><<<grid_for((n + 3) / 4, L.sm_count), kThreads, 0, L.stream>>>(n, y.data, in, f);
+    if (packs_fit<T>(y.data, in.p, NIN)) map_packed<T, NIN><<<grid_for((n + 3) / 4, L.sm_count), kThreads, 0, L.stream>>>(n, y.data, in, f);
     else map_dense<T, NIN><<<grid_for((n + 3) / 4, L.sm_count), kThreads, 0, L.stream>>>(n, y.data, in, f);
   } else {
     map_strided<T, NIN><<<grid_for(n, L.sm_count), kThreads, 0, L.stream>>>(n, g, y.data, in, f);

@@ -116,9 +116,7 @@ void launch_fused(const Launch& L, const FusedInstr* prog, int n_instrs, const T
   p.n_instrs = n_instrs;
   p.n_in = n_inputs;
   if (n == 0) return;
-  bool packed = pack_aligned(y);
-  for (int k = 0; k < n_inputs; ++k) packed = packed && pack_aligned(inputs[k]);
-  if (packed) fused_packed_kernel<T><<<grid_for((n + 3) / 4, L.sm_count), kThreads, 0, L.stream>>>(p, y, n);
+  if (packs_fit(y, inputs, n_inputs)) fused_packed_kernel<T><<<grid_for((n + 3) / 4, L.sm_count), kThreads, 0, L.stream>>>(p, y, n);
   else fused_kernel<T><<<grid_for(n, L.sm_count), kThreads, 0, L.stream>>>(p, y, n);
   check_launch("fused_elementwise");
 }

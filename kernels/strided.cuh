@@ -84,6 +84,14 @@ inline bool pack_aligned(const T* p) {
   return reinterpret_cast<std::uintptr_t>(p) % alignof(Pack4<T>) == 0;
 }
 
+/// Whether y and the n inputs can all be read as Pack4s.
+template <class T>
+inline bool packs_fit(const T* y, const T* const* in, int n) {
+  bool ok = pack_aligned(y);
+  for (int k = 0; k < n; ++k) ok = ok && pack_aligned(in[k]);
+  return ok;
+}
+
 /// Blocks for a grid-stride loop over n elements.
 inline unsigned grid_for(std::int64_t n, int sm_count) {
   const std::int64_t want = (n + kThreads - 1) / kThreads, cap = std::int64_t(sm_count) * 16;

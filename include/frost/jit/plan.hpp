@@ -218,9 +218,6 @@ class Plan {
       *this = refrozen(Graph(*source_), d);
     }
     place_on(d);
-    // Should the warm-up throw (out of device memory), the plan is on `d`,
-    // not warmed: its next run is the step-by-step one.
-    if (d.is_cuda() && graphable_) warm_up();
     return *this;
   }
   Device device() const { return device_; }
@@ -243,7 +240,8 @@ class Plan {
     for (const Shape& s : g_.input_shapes) zeros.push_back(Tensor<T>::zeros(s, device_));
     (void)run_all(zeros);
   }
-  /// Copies the constants to `d` (nothing to copy for the CPU).
+  /// Copies the constants to `d` (nothing to copy for the CPU); a graphable
+  /// CUDA plan then makes its warm-up run.
   void place_on(Device d) {
     device_constants_.assign(g_.buffers.size(), Ref<StorageImpl>());
     if (!d.is_cpu()) {
@@ -258,8 +256,13 @@ class Plan {
       // Index kernels read back a bad-index flag (a sync), which a capture cannot hold.
       return s.kind == StepKind::index_select || s.kind == StepKind::gather || s.kind == StepKind::scatter_add;
     });
-    std::lock_guard<std::mutex> lock(pool_->m);
-    pool_->free.clear();  // workspaces of the old device
+    {
+      std::lock_guard<std::mutex> lock(pool_->m);
+      pool_->free.clear();  // workspaces of the old device
+    }
+    // Should the warm-up throw (out of device memory), the plan is on `d`,
+    // not warmed: its next run is the step-by-step one.
+    if (d.is_cuda() && graphable_) warm_up();
   }
 
  public:
@@ -612,7 +615,6 @@ class Plan {
                 " steps instead of ", g_.steps.size(), "); freeze the module again");
     *this = std::move(next);
     place_on(d);  // the new constants go where the old ones were
-    if (d.is_cuda() && graphable_) warm_up();
   }
 
   static constexpr std::int64_t kDeviceConvPoolImages = 16;

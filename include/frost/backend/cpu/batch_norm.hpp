@@ -20,9 +20,9 @@ namespace frost::cpu {
 
 namespace bn {
 
-/// Channels per thread's share: a channel's n * inner elements are its work.
-inline std::int64_t channel_grain(std::int64_t per_channel) {
-  return std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(per_channel, 1));
+/// Units (channels, planes) per thread's share when each is `per_unit` elements of work.
+inline std::int64_t grain_of(std::int64_t per_unit) {
+  return std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(per_unit, 1));
 }
 
 /// Sum over channel ch's planes of f(plane of x, plane of g), each plane's
@@ -34,7 +34,7 @@ double channel_sum(std::int64_t n, std::int64_t c, std::int64_t inner, std::int6
   double total = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t at = (i * c + ch) * inner;
-    total += double(f(Eigen::Map<const A>(x + at, inner), Eigen::Map<const A>(g ? g + at : x + at, inner)));
+    total += double(f(Eigen::Map<const A>(x + at, inner), Eigen::Map<const A>(g + at, inner)));
   }
   return total;
 }
@@ -42,10 +42,9 @@ double channel_sum(std::int64_t n, std::int64_t c, std::int64_t inner, std::int6
 /// Runs f(plane, channel) over every plane (i, ch) of [n, c, inner], threads splitting the planes.
 template <class F>
 void each_plane(std::int64_t n, std::int64_t c, std::int64_t inner, F&& f) {
-  parallel_for(n * c, std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(inner, 1)),
-               [&](std::int64_t lo, std::int64_t hi) {
-                 for (std::int64_t p = lo; p < hi; ++p) f(p * inner, static_cast<std::size_t>(p % c));
-               });
+  parallel_for(n * c, grain_of(inner), [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t p = lo; p < hi; ++p) f(p * inner, static_cast<std::size_t>(p % c));
+  });
 }
 
 /// y = (x - m[ch]) s[ch] + b[ch] over every plane.
@@ -69,7 +68,7 @@ void batch_norm_training(std::int64_t n, std::int64_t c, std::int64_t inner, con
   const std::int64_t per_channel = n * inner;
   const double count = double(per_channel);
   std::vector<T> s(static_cast<std::size_t>(c));
-  parallel_for(c, bn::channel_grain(per_channel), [&](std::int64_t lo, std::int64_t hi) {
+  parallel_for(c, bn::grain_of(per_channel), [&](std::int64_t lo, std::int64_t hi) {
     for (std::int64_t ch = lo; ch < hi; ++ch) {
       const double mean =
           bn::channel_sum(n, c, inner, ch, x, x, [](const auto& xa, const auto&) { return xa.sum(); }) / count;
@@ -108,7 +107,7 @@ void batch_norm_backward(std::int64_t n, std::int64_t c, std::int64_t inner, con
                          const T* save_mean, const T* save_invstd, T* dx, T* dw, T* db) {
   const double count = double(n * inner);
   std::vector<T> k(static_cast<std::size_t>(c)), c1(static_cast<std::size_t>(c)), c2(static_cast<std::size_t>(c));
-  parallel_for(c, bn::channel_grain(n * inner), [&](std::int64_t lo, std::int64_t hi) {
+  parallel_for(c, bn::grain_of(n * inner), [&](std::int64_t lo, std::int64_t hi) {
     for (std::int64_t ch = lo; ch < hi; ++ch) {
       const double mean = double(save_mean[ch]), invstd = double(save_invstd[ch]);
       const T m = save_mean[ch];
