@@ -6,11 +6,14 @@
 // of single calls timed one by one; `--json FILE` also writes the rows as a
 // JSON array. `--device cuda` runs both on the GPU (the model
 // moved with module.to, the plan with Plan::to, which replays it as a CUDA
-// Graph); it needs a build with frost::cuda. Google Benchmark's own flags
+// Graph); it needs a build with frost::cuda. `--profile` adds where the
+// frozen time goes: Plan::profile's slowest steps of the batch-64 plans, and
+// ResearchModel at batch 64 frozen with other options (conv + pool block
+// sizes, unfused, TF32 on CUDA), each timed. Google Benchmark's own flags
 // pass through.
 //
 //   build/release/bench_eager_vs_frozen --json eager_vs_frozen.json
-//   build/gpu/bench_eager_vs_frozen --device cuda
+//   build/gpu/bench_eager_vs_frozen --device cuda --profile
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -151,13 +154,73 @@ CallLatency per_call(F&& call, double budget_s) {
 
 std::string key(const Case& c, const char* mode) { return c.model + "/batch" + std::to_string(c.batch) + "/" + mode; }
 
+/// A frozen run on the device, waited for.
+void run_plan(const jit::Plan<float>& plan, const T& x, std::vector<T>& out) {
+  plan.run_into({x}, out);
+  benchmark::DoNotOptimize(out[0].data());
+  wait_for_device();
+  out.clear();
+}
+
+/// --profile: the batch-64 plans' slowest steps, then ResearchModel at batch
+/// 64 frozen with other options, each run timed call by call.
+void print_profiles(const std::vector<Case>& cases) {
+  for (const auto& c : cases)
+    if (c.batch == 64 && (c.model == "ResearchModel" || c.model == "ResearchModelBN"))
+      std::printf("\nPlan::profile, %s at batch 64 (the 8 slowest steps):\n%s", c.model.c_str(),
+                  c.plan->profile({c.x}, 20).table(8).c_str());
+
+  frost::manual_seed(0);
+  auto rm = nn::make<guide::ResearchModel>();
+  rm->eval();
+  const T x = T::randn({64, 3, 32, 32});
+  const jit::Graph traced = jit::trace(rm, x);
+  const T xd = x.to(g_device);
+  auto blocks = [](std::int64_t n) {
+    jit::FreezeOptions o;
+    o.conv_pool_images = n;
+    return o;
+  };
+  jit::FreezeOptions unfused, tf32, tf32_whole = blocks(64);
+  unfused.fuse_conv_pool = false;
+  tf32.allow_tf32 = tf32_whole.allow_tf32 = true;
+  std::vector<std::pair<std::string, jit::FreezeOptions>> variants = {{"default", {}},
+                                                                      {"conv+pool blocks of 8 images", blocks(8)},
+                                                                      {"conv+pool blocks of 32 images", blocks(32)},
+                                                                      {"conv+pool blocks of 64 images", blocks(64)},
+                                                                      {"conv and pool unfused", unfused}};
+  if (g_device.is_cuda()) {
+    variants.emplace_back("allow_tf32", tf32);
+    variants.emplace_back("allow_tf32, blocks of 64 images", tf32_whole);
+  }
+  std::printf("\nResearchModel at batch 64, frozen with other options (%s; call by call):\n", g_device.str().c_str());
+  std::printf("%-32s %13s %13s %12s %10s %12s\n", "variant", "p50 ms", "p90 ms", "arena B", "vs default",
+              "max rel diff");
+  double base = 0;
+  T reference;  // the default plan's output
+  for (const auto& [name, opt] : variants) {
+    auto plan = jit::freeze<float>(jit::Graph(traced), opt);
+    plan.to(g_device);
+    std::vector<T> out;
+    for (int i = 0; i < 3; ++i) run_plan(plan, xd, out);  // warm (on CUDA: the capture)
+    const CallLatency l = per_call([&] { run_plan(plan, xd, out); }, 1.0);
+    const T y = plan.run(xd).cpu();
+    if (base == 0) base = l.p50, reference = y;
+    const double diff = (y - reference).abs().max().item() / reference.abs().max().item();
+    std::printf("%-32s %13.4f %13.4f %12lld %9.2fx %12.2e\n", name.c_str(), l.p50 * 1e3, l.p90 * 1e3,
+                static_cast<long long>(plan.arena_bytes()), base / l.p50, diff);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string json_path;
+  bool profile = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
+    else if (std::strcmp(argv[i], "--profile") == 0) profile = true;
     else if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) g_device = std::strcmp(argv[++i], "cuda") == 0 ? frost::Device::cuda() : frost::Device::cpu();
     else args.push_back(argv[i]);
   }
@@ -181,12 +244,7 @@ int main(int argc, char** argv) {
     })->Unit(benchmark::kMicrosecond)->MinTime(min_time)->Repetitions(5)->ReportAggregatesOnly(true);
     benchmark::RegisterBenchmark(key(c, "frozen").c_str(), [&c](benchmark::State& st) {
       std::vector<T> out;
-      for (auto _ : st) {
-        c.plan->run_into({c.x}, out);
-        benchmark::DoNotOptimize(out[0].data());
-        wait_for_device();
-        out.clear();
-      }
+      for (auto _ : st) run_plan(*c.plan, c.x, out);
     })->Unit(benchmark::kMicrosecond)->MinTime(min_time)->Repetitions(5)->ReportAggregatesOnly(true);
   }
   Collector rep;
@@ -206,12 +264,7 @@ int main(int argc, char** argv) {
       }, 0.2);
     }
     std::vector<T> out;
-    calls[key(c, "frozen")] = per_call([&] {
-      c.plan->run_into({c.x}, out);
-      benchmark::DoNotOptimize(out[0].data());
-      wait_for_device();
-      out.clear();
-    }, 0.2);
+    calls[key(c, "frozen")] = per_call([&] { run_plan(*c.plan, c.x, out); }, 0.2);
   }
   for (const auto& c : cases) {
     const auto e = rep.median_s.find(key(c, "eager")), f = rep.median_s.find(key(c, "frozen"));
@@ -246,6 +299,7 @@ int main(int argc, char** argv) {
     std::printf("wrote %s\n", json_path.c_str());
   }
   std::printf("\nplan summary, ResearchModelBN at batch 64:\n%s", cases[5].plan->summary().c_str());
+  if (profile) print_profiles(cases);
   benchmark::Shutdown();
   return 0;
 }

@@ -251,6 +251,14 @@ inline bool& thread_timed() {
 }
 /// Whether a convolution chosen now on this thread times its algorithms.
 inline bool timed_algorithms() { return switches().benchmark || thread_timed(); }
+/// Set on a thread while a plan frozen with allow_tf32 runs there: its float
+/// matmuls and convolutions may use TF32 whatever the process-wide switch says.
+inline bool& thread_tf32() {
+  static thread_local bool on = false;
+  return on;
+}
+/// Whether float matmuls and convolutions queued now on this thread may use TF32.
+inline bool tf32_allowed() { return switches().tf32 || thread_tf32(); }
 
 inline int visible_devices() {
   int n = 0;
@@ -379,6 +387,7 @@ struct CudaRuntime final : detail::DeviceRuntime {
   void set_benchmark(bool on) override { switches().benchmark = on; }
   bool benchmark() override { return switches().benchmark; }
   bool set_thread_timed(bool on) override { return std::exchange(thread_timed(), on); }
+  bool set_thread_tf32(bool on) override { return std::exchange(thread_tf32(), on); }
 
   // A plan's capture records on a stream of its own, set as the capturing
   // thread's current stream: other threads' work, which goes to the
@@ -434,6 +443,27 @@ struct CudaRuntime final : detail::DeviceRuntime {
   }
   void graph_destroy(void* graph) noexcept override {
     if (graph) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+  }
+  void* event_create(int device) override {
+    const char* op = "jit::Plan::profile";
+    context(op, device);
+    cudaEvent_t e = nullptr;
+    FROST_CUDA(cudaEventCreate(&e), op);
+    return e;
+  }
+  void event_record(void* event, int device) override {
+    const char* op = "jit::Plan::profile";
+    FROST_CUDA(cudaEventRecord(static_cast<cudaEvent_t>(event), context(op, device).current()), op);
+  }
+  double event_elapsed_ms(void* start, void* end) override {
+    const char* op = "jit::Plan::profile";
+    FROST_CUDA(cudaEventSynchronize(static_cast<cudaEvent_t>(end)), op);
+    float ms = 0;
+    FROST_CUDA(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)), op);
+    return ms;
+  }
+  void event_destroy(void* event) noexcept override {
+    if (event) (void)cudaEventDestroy(static_cast<cudaEvent_t>(event));
   }
 
  private:

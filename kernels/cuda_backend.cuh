@@ -113,7 +113,7 @@ class CudaBackend final : public Backend<T> {
       for (std::int64_t v : {m, n, k, lda, ldb, ldc, batch})
         FROST_CHECK(v <= INT_MAX, "frost::matmul (cuBLAS): extent ", v, " (m=", m, ", n=", n, ", k=", k,
                     ", batch=", batch, ") does not fit cuBLAS's 32-bit arguments");
-      FROST_CUDA(cublasSetMathMode(cx.cublas("matmul"), switches().tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+      FROST_CUDA(cublasSetMathMode(cx.cublas("matmul"), tf32_allowed() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
                  "matmul");
       // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T:
       // swap the operands, keep each one's transpose flag.
@@ -262,7 +262,7 @@ class CudaBackend final : public Backend<T> {
     if constexpr (std::is_same_v<T, float>) {
       Context& cx = ctx("linear");
       if (m > 0 && n > 0 && k > 0 && !trans_x && bias && lt_epilogue_takes(act) &&
-          lt_linear(cx.lt("linear"), cx.current(), cx.cublas_workspace, Context::kCublasWorkspace, switches().tf32, m, n, k, x, ldx,
+          lt_linear(cx.lt("linear"), cx.current(), cx.cublas_workspace, Context::kCublasWorkspace, tf32_allowed(), m, n, k, x, ldx,
                     w, ldw, packed, bias, y, act))
         return;
     }
@@ -317,7 +317,7 @@ class CudaBackend final : public Backend<T> {
   ConvAlgo algo_for(const Conv2dParams& p, ConvPass pass, Get&& get, Find&& find, const char* op) {
     Context& cx = ctx(op);
     const bool timed = timed_algorithms();
-    const ConvKey key(p, dtype_of<T>(), pass, switches().tf32, timed);
+    const ConvKey key(p, dtype_of<T>(), pass, tf32_allowed(), timed);
     {
       std::lock_guard<std::mutex> g(cx.algo_mutex);
       auto it = cx.algos.find(key);
@@ -326,7 +326,7 @@ class CudaBackend final : public Backend<T> {
     // A capture cannot time (it synchronises) nor ask cuDNN's heuristics
     // afresh: the plan runs step by step once instead, which fills the cache.
     FROST_CHECK(!cx.capturing(), "frost::", op, ": no convolution algorithm chosen yet for these shapes (",
-                p.in_channels, " -> ", p.out_channels, " channels, TF32 ", switches().tf32 ? "on" : "off",
+                p.in_channels, " -> ", p.out_channels, " channels, TF32 ", tf32_allowed() ? "on" : "off",
                 ") inside a CUDA Graph capture");
     const ConvAlgo a = choose_algo<Perf>(timed, kMaxWorkspace, get, find, op);
     std::lock_guard<std::mutex> g(cx.algo_mutex);
@@ -377,7 +377,7 @@ void CudaBackend<T>::conv2d(const Conv2dParams& p, const View<const T>& x, const
     Context& cx = ctx(op);
     if (y.numel() == 0) return;
     const ConvGeometry g = conv_geometry(p);
-    const bool tf32 = switches().tf32;
+    const bool tf32 = tf32_allowed();
     ConvDescriptors<T> d(g, tf32, op);
     const T* xin = x.data;
     TempBuffer padded(cx, g.explicit_pad ? std::size_t(g.x[0]) * g.x[1] * g.x[2] * g.x[3] * sizeof(T) : 0, op);
@@ -422,7 +422,7 @@ void CudaBackend<T>::conv2d_grad_input(const Conv2dParams& p, const View<const T
     Context& cx = ctx(op);
     if (dx.numel() == 0) return;
     const ConvGeometry g = conv_geometry(p);
-    ConvDescriptors<T> d(g, switches().tf32, op);
+    ConvDescriptors<T> d(g, tf32_allowed(), op);
     TempBuffer padded(cx, g.explicit_pad ? std::size_t(g.x[0]) * g.x[1] * g.x[2] * g.x[3] * sizeof(T) : 0, op);
     T* out = g.explicit_pad ? padded.as<T>() : dx.data;
     if (dy.numel() == 0) {
@@ -470,7 +470,7 @@ void CudaBackend<T>::conv2d_grad_weight(const Conv2dParams& p, const View<const 
       return;
     }
     const ConvGeometry g = conv_geometry(p);
-    ConvDescriptors<T> d(g, switches().tf32, op);
+    ConvDescriptors<T> d(g, tf32_allowed(), op);
     const T* xin = x.data;
     TempBuffer padded(cx, g.explicit_pad ? std::size_t(g.x[0]) * g.x[1] * g.x[2] * g.x[3] * sizeof(T) : 0, op);
     if (g.explicit_pad) {

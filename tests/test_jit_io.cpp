@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <regex>
 #include <frost/frost.hpp>
 #include <string>
@@ -32,11 +34,12 @@ void write_bytes(const std::string& path, const std::vector<std::uint8_t>& b) {
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
 }
 
-/// The plan file with its "frost.plan" JSON edited by `edit`.
-std::vector<std::uint8_t> with_plan_json(const std::string& path, const std::function<void(std::string&)>& edit) {
+/// The plan file with its metadata edited by `edit`.
+std::vector<std::uint8_t> with_metadata(const std::string& path,
+                                        const std::function<void(std::map<std::string, std::string>&)>& edit) {
   const auto f = SafetensorsFile::open(path);
   std::map<std::string, std::string> meta = f.metadata();
-  edit(meta["frost.plan"]);
+  edit(meta);
   std::vector<detail::safetensors::OutEntry> entries;
   for (const auto& n : f.names()) {
     const auto& info = f.info(n);
@@ -54,6 +57,10 @@ std::vector<std::uint8_t> with_plan_json(const std::string& path, const std::fun
     entries.push_back(std::move(e));
   }
   return detail::safetensors::serialize(entries, meta);
+}
+/// The plan file with its "frost.plan" JSON edited by `edit`.
+std::vector<std::uint8_t> with_plan_json(const std::string& path, const std::function<void(std::string&)>& edit) {
+  return with_metadata(path, [&](std::map<std::string, std::string>& meta) { edit(meta["frost.plan"]); });
 }
 
 void replace_first(std::string& s, const std::string& from, const std::string& to) {
@@ -222,4 +229,35 @@ TEST_CASE("jit::Plan::load: corrupt, truncated, other-version and hostile files 
                "");
   std::remove(path.c_str());
   std::remove(bad.c_str());
+}
+
+TEST_CASE("jit::Plan: allow_tf32 is kept by the plan, its file and refit; a bad flag in a file is an error") {
+  manual_seed(23);
+  auto model = nn::make<guide::ResearchModel>();
+  model->eval();
+  const auto x = T::randn({2, 3, 32, 32});
+  jit::FreezeOptions opt;
+  opt.allow_tf32 = true;
+  auto plan = jit::freeze<float>(jit::trace(model, x), opt);
+  CHECK(plan.options().allow_tf32);
+  CHECK(plan.summary().find("TF32 allowed on CUDA") != std::string::npos);
+  // No effect on the CPU: the same numbers as a plan without it.
+  CHECK(close(plan.run(x), jit::freeze(model, x).run(x), 0));
+  CHECK(jit::freeze(model, x).summary().find("TF32") == std::string::npos);
+
+  const auto path = temp_path("tf32.frost");
+  plan.save(path);
+  auto loaded = jit::Plan<float>::load(path);
+  CHECK(loaded.options().allow_tf32);
+  CHECK(loaded.summary() == plan.summary());
+  loaded.refit(model);
+  CHECK(loaded.options().allow_tf32);
+  // Files without the key (older ones) load with it off; anything but 0 / 1 is refused.
+  write_bytes(path, with_metadata(path, [](auto& meta) { meta.erase("frost.allow_tf32"); }));
+  CHECK_FALSE(jit::Plan<float>::load(path).options().allow_tf32);
+  plan.save(path);
+  write_bytes(path, with_metadata(path, [](auto& meta) { meta["frost.allow_tf32"] = "yes"; }));
+  CHECK_THROWS_WITH_AS(jit::Plan<float>::load(path), doctest::Contains("'frost.allow_tf32' is 'yes', expected '0' or '1'"),
+                       Error);
+  std::remove(path.c_str());
 }

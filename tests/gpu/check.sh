@@ -44,7 +44,7 @@ status=0
 
   if [[ $bench == ON ]]; then
     echo "== CUDA benchmark"
-    "$build"/bench_eager_vs_frozen --device cuda --json "$out/eager_vs_frozen_cuda.json" || status=1
+    "$build"/bench_eager_vs_frozen --device cuda --profile --json "$out/eager_vs_frozen_cuda.json" || status=1
   fi
   echo "== GPU check finished: status $status"
   exit $status

@@ -1,11 +1,12 @@
 // CUDA against CPU for the device-specific paths the op table does not
 // reach: batch norm through cuDNN (training, running statistics, gradients,
 // evaluation, second derivatives), the dense elementwise kernels' vectorised
-// loads at every size and alignment, cuBLASLt's GELU epilogue in a plan, and
-// host threads sharing the device
-// (a cuDNN handle each; a plan capturing its CUDA Graph while another thread
-// runs eager work). Each case reports "skipped: no CUDA device" where no GPU
-// is visible.
+// loads at every size and alignment, cuBLASLt's GELU epilogue in a plan,
+// host threads sharing the device (a cuDNN handle each; a plan capturing its
+// CUDA Graph while another thread runs eager work), plans frozen with
+// allow_tf32, and Plan::profile's event timing. Each case reports
+// "skipped: no CUDA device" where no GPU is visible.
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -230,6 +231,66 @@ TEST_CASE("cuda: a plan whose capture misses its algorithms (TF32 on after to())
   for (int run = 0; run < 4; ++run)  // run 0: fallback, run 1: capture, then replays
     CHECK(differ(plan.run(x).cpu(), want, 1e-2, 1e-2, "run " + std::to_string(run) + " (TF32)").empty());
   cuda::set_allow_tf32(false);
+}
+
+TEST_CASE("cuda: a plan frozen with allow_tf32 uses TF32 on its own runs only; eager work stays float") {
+  if (no_gpu()) return;
+  namespace jit = frost::jit;
+  manual_seed(49);
+  auto model = nn::make<guide::ResearchModel>();
+  model->eval();
+  const auto x = TF::randn({16, 3, 32, 32});
+  jit::FreezeOptions opt;
+  opt.allow_tf32 = true;
+  auto plan = jit::freeze<float>(jit::trace(model, x), opt);
+  const auto want = plan.run(x);
+  auto fp32 = jit::freeze(model, x);
+  plan.to(kCuda);
+  fp32.to(kCuda);
+  const auto a = TF::randn({64, 512}), b = TF::randn({512, 64});
+  const auto ab = a.matmul(b);
+  for (int run = 0; run < 3; ++run) {  // warm-up made at to(); then the capture and a replay
+    const auto y = plan.run(x).cpu();
+    CHECK(differ(y, want, 1e-2, 1e-2, "TF32 plan vs CPU").empty());
+    MESSAGE("run " << run << ": TF32 plan vs float plan, max |diff| "
+                   << (y - fp32.run(x).cpu()).abs().max().item());
+    CHECK_FALSE(cuda::allow_tf32());
+    CHECK(differ(a.to(kCuda).matmul(b.to(kCuda)).cpu(), ab, 1e-4, 1e-5, "eager matmul after the plan").empty());
+  }
+  CHECK(differ(fp32.run(x).cpu(), want, 1e-4, 1e-3, "float plan vs CPU").empty());
+}
+
+TEST_CASE("cuda: Plan::profile times each step with events (a graphed plan, a guarded one), and the plan still runs") {
+  if (no_gpu()) return;
+  namespace jit = frost::jit;
+  manual_seed(48);
+  auto bn = nn::make<guide::ResearchModelBN>();
+  bn->eval();
+  const auto x = TF::randn({8, 3, 32, 32});
+  auto plan = jit::freeze(bn, x);
+  const auto want = plan.run(x);
+  plan.to(kCuda);
+  const auto p = plan.profile({x}, 5);
+  CHECK(p.device == kCuda);
+  REQUIRE(p.steps.size() == plan.graph().steps.size());  // one row a step on a device
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    CHECK(p.steps[i].first == i);
+    CHECK(p.steps[i].count == 1);
+    CHECK(p.steps[i].min_ms > 0);  // every step queues kernels
+    CHECK(p.steps[i].median_ms >= p.steps[i].min_ms);
+  }
+  CHECK(p.run_ms > 0);
+  MESSAGE("ResearchModelBN, batch 8, on " << cuda::device_name() << ":\n" << p.table());
+  CHECK(differ(plan.run(x).cpu(), want, 1e-4, 1e-3, "run after profile").empty());
+
+  auto ar = nn::make<guide::AdaptiveResNet>();
+  ar->eval();
+  const auto easy = TF::randn({2, 3, 16, 16}) * 0.1f + 3.0f;
+  auto guarded = jit::freeze(ar, easy);
+  guarded.to(kCuda);
+  const auto q = guarded.profile({easy}, 2);
+  CHECK(std::any_of(q.steps.begin(), q.steps.end(), [](const auto& s) { return s.kind == "guard"; }));
+  CHECK_THROWS_AS(guarded.profile({TF::randn({2, 3, 16, 16}) * 0.1f}, 2), jit::GuardFailure);
 }
 
 }  // TEST_SUITE

@@ -38,6 +38,9 @@ struct DeviceRuntime {
   /// Timed convolution algorithms for the calling thread alone (a frozen
   /// plan's runs), beside the process-wide switch; returns the previous value.
   virtual bool set_thread_timed(bool on) = 0;
+  /// TF32 for the calling thread alone (a plan frozen with allow_tf32),
+  /// beside the process-wide switch; returns the previous value.
+  virtual bool set_thread_tf32(bool on) = 0;
   // CUDA Graphs for frozen plans: capture the work this thread queues on
   // the device between begin and end (on a capture stream of its own, so
   // other threads' work stays out), then replay it with one launch on the
@@ -47,6 +50,13 @@ struct DeviceRuntime {
   virtual void capture_abort(int device) noexcept = 0;
   virtual void graph_launch(void* graph, int device) = 0;
   virtual void graph_destroy(void* graph) noexcept = 0;
+  // Timing a plan's steps (Plan::profile): events recorded on the calling
+  // thread's stream on the device; the milliseconds between two recorded
+  // events, once the later one has passed (it waits for it).
+  virtual void* event_create(int device) = 0;
+  virtual void event_record(void* event, int device) = 0;
+  virtual double event_elapsed_ms(void* start, void* end) = 0;
+  virtual void event_destroy(void* event) noexcept = 0;
 };
 inline DeviceRuntime*& cuda_runtime_slot() {
   static DeviceRuntime* r = nullptr;

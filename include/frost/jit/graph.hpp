@@ -191,7 +191,7 @@ inline std::string step_attrs(const Step& s) {
     case StepKind::max_pool2d: case StepKind::avg_pool2d: case StepKind::max_pool2d_backward: case StepKind::avg_pool2d_backward:
       pair("kernel", s.pool.kernel_h, s.pool.kernel_w); pair("stride", s.pool.stride_h, s.pool.stride_w);
       o << "padding=" << s.pool.pad_h << "x" << s.pool.pad_w; break;
-    case StepKind::linear: if (!act_name(s.op).empty()) o << "act=" << act_name(s.op) << ", "; o << (s.i0 ? "packed" : "weight [N, K]"); break;
+    case StepKind::linear: if (!act_name(s.op).empty()) o << "act=" << act_name(s.op) << ", "; o << (s.i0 ? "packed" : s.in.size() == 4 ? "weight [N, K] with GEMM panels" : "weight [N, K]"); break;
     case StepKind::linear_chain:
       o << "layers=" << s.program.size() << ", rows=" << s.i0 << ", acts=";
       for (std::size_t i = 0; i < s.program.size(); ++i) {

@@ -7,11 +7,13 @@
 // workspace is reused once the caller has let them go.
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../core/device_runtime.hpp"
@@ -20,6 +22,7 @@
 #include "passes/constant_fold.hpp"
 #include "passes/memory_plan.hpp"
 #include "plan_io.hpp"
+#include "profile.hpp"
 #include "validate.hpp"
 
 namespace frost::jit {
@@ -54,9 +57,16 @@ struct FreezeOptions {
   /// Linear layers over 16+ rows run depth-first, 8 rows at a time through
   /// the chain (with prepare_weights: it needs their panels).
   bool chain_linears = true;
-  /// conv + max pool blocks: 0 sizes them for the CPU's threads; n > 0 runs
-  /// blocks of n images one after another (what Plan::to(cuda) asks for).
+  /// conv + max pool blocks: n > 0 runs blocks of n images one after
+  /// another; 0 sizes them for the device (on the CPU one block per thread,
+  /// on a GPU 16 images: what Plan::to(cuda) freezes with).
   std::int64_t conv_pool_images = 0;
+  /// On CUDA, the plan's float convolutions and matmuls may use TF32 tensor
+  /// cores (inputs rounded to 10 mantissa bits, float accumulation; about
+  /// 1e-3 relative error), as a production engine's precision flag allows,
+  /// whatever frost::cuda::set_allow_tf32 says for eager code. Off by
+  /// default, like PyTorch's allow_tf32; saved with the plan; no effect on the CPU.
+  bool allow_tf32 = false;
 };
 
 template <FloatScalar T>
@@ -97,7 +107,8 @@ class Plan {
     add_constants(g_, "");
     std::map<std::string, std::string> meta{{"format", detail::kPlanFormat},
                                             {"format_version", std::to_string(detail::kPlanVersion)},
-                                            {"frost.plan", detail::plan_to_json({g_, offsets_, arena_bytes_, report_})}};
+                                            {"frost.plan", detail::plan_to_json({g_, offsets_, arena_bytes_, report_})},
+                                            {"frost.allow_tf32", opt_.allow_tf32 ? "1" : "0"}};
     if (source_) {
       add_constants(*source_, "source.");
       meta["frost.source"] = detail::plan_to_json({*source_, std::vector<std::int64_t>(source_->buffers.size(), -1), 0, {}});
@@ -133,6 +144,11 @@ class Plan {
     plan.offsets_ = std::move(p.offsets);
     plan.arena_bytes_ = p.arena_bytes;
     plan.report_ = std::move(p.report);
+    if (const auto it = meta.find("frost.allow_tf32"); it != meta.end()) {  // absent in older files: off
+      FROST_CHECK(it->second == "0" || it->second == "1", "frost::jit::Plan::load: ", f.source(),
+                  ": 'frost.allow_tf32' is '", it->second, "', expected '0' or '1'");
+      plan.opt_.allow_tf32 = it->second == "1";
+    }
     if (meta.count("frost.source")) {
       // The traced graph's constants are stored under "source.b<id>".
       plan.source_ = std::make_shared<const Graph>(load_source(f, meta.at("frost.source")));
@@ -186,13 +202,16 @@ class Plan {
   std::size_t num_outputs() const { return g_.outputs.size(); }
   std::int64_t arena_bytes() const { return arena_bytes_; }
   std::int64_t constant_bytes() const { return g_.constant_bytes(); }
+  /// The options the plan was frozen with (a loaded plan: the defaults, and
+  /// the saved allow_tf32).
+  const FreezeOptions& options() const { return opt_; }
 
   /// What each freeze pass did, and the plan's size.
   std::string summary() const {
     std::ostringstream o;
     o << "frost::jit::Plan<" << dtype_name<T>() << ">: " << g_.steps.size() << " steps, " << g_.inputs.size()
       << " inputs, " << g_.outputs.size() << " outputs, arena " << arena_bytes_ << " bytes, constants "
-      << constant_bytes() << " bytes\n";
+      << constant_bytes() << " bytes" << (opt_.allow_tf32 ? ", TF32 allowed on CUDA" : "") << "\n";
     for (const auto& line : report_) o << "  " << line << "\n";
     return o.str();
   }
@@ -213,8 +232,9 @@ class Plan {
                 "frost::jit::Plan::to(", d.str(), "): the plan holds weights prepared for the CPU and no traced graph to freeze again from");
     if (source_ && d.is_cpu() != device_.is_cpu()) {
       // Freeze again for the new kind of device: on a GPU the conv + pool
-      // blocks run one after another, 16 images each (little scratch, full
-      // kernels), instead of one block per CPU thread.
+      // blocks run one after another, 16 images each unless the options say
+      // otherwise (little scratch, full kernels), instead of one block per
+      // CPU thread.
       *this = refrozen(Graph(*source_), d);
     }
     place_on(d);
@@ -226,7 +246,7 @@ class Plan {
   /// `g` frozen with the user's options as device `d` wants them.
   Plan refrozen(Graph g, Device d) const {
     FreezeOptions o = opt_;
-    o.conv_pool_images = d.is_cpu() ? 0 : kDeviceConvPoolImages;
+    if (o.conv_pool_images == 0 && !d.is_cpu()) o.conv_pool_images = kDeviceConvPoolImages;
     o.prepare_weights = o.prepare_weights && d.is_cpu();  // cuDNN takes the filters as they are
     Plan next = freeze<T>(std::move(g), o);
     next.opt_ = opt_;  // refit and save keep the user's options
@@ -287,34 +307,101 @@ class Plan {
   void run_into(const std::vector<Tensor<T>>& inputs, std::vector<Tensor<T>>& out) const {
     check_inputs(inputs);
     std::vector<Tensor<T>> staged;  // only for non-contiguous inputs
-    auto ws = acquire();
-    auto release = [&] { give_back(std::move(ws)); };
-    try {
-      if (!device_.is_cpu()) {
-        stage_device_inputs(inputs, *ws);
-        execute_device(*ws);
-      } else {
-        for (std::size_t i = 0; i < inputs.size(); ++i) {
-          const auto b = static_cast<std::size_t>(g_.inputs[i]);
-          if (inputs[i].is_contiguous()) {
-            ws->bases[b] = const_cast<T*>(inputs[i].data());
-          } else {
-            staged.push_back(inputs[i].contiguous());
-            ws->bases[b] = staged.back().data();
-          }
-        }
-        execute(ws->bases.data());
-      }
-      out.clear();
-      for (const auto& o : g_.outputs) {
-        const std::int64_t at = o.buf < 0 ? 0 : offsets_[static_cast<std::size_t>(o.buf)] / std::int64_t(sizeof(T)) + o.offset;
-        out.push_back(frost::detail::make_tensor<T>(ws->arena, o.shape, o.strides, at));
-      }
-    } catch (...) {
-      release();
-      throw;
+    Lease ws(*this);
+    if (!device_.is_cpu()) {
+      stage_device_inputs(inputs, *ws);
+      execute_device(*ws);
+    } else {
+      bind_host_inputs(inputs, *ws, staged);
+      execute(ws->bases.data());
     }
-    release();
+    out.clear();
+    for (const auto& o : g_.outputs) {
+      const std::int64_t at = o.buf < 0 ? 0 : offsets_[static_cast<std::size_t>(o.buf)] / std::int64_t(sizeof(T)) + o.offset;
+      out.push_back(frost::detail::make_tensor<T>(ws->arena, o.shape, o.strides, at));
+    }
+  }
+
+  /// Where the time goes: `runs` step-by-step runs on `inputs` (as for
+  /// run_all), each step timed alone, beside `runs` whole runs. On the CPU
+  /// a step's row is its wall time; on CUDA it is the time between events
+  /// recorded before and after it on the device's stream, i.e. its kernels
+  /// (the whole run there is one graph launch). A guard that fails throws
+  /// GuardFailure, as run does.
+  /// \code
+  /// std::cout << plan.profile({x}).table(10);  // the ten slowest steps
+  /// \endcode
+  PlanProfile profile(const std::vector<Tensor<T>>& inputs, int runs = 20) const {
+    FROST_CHECK(runs >= 1, "frost::jit::Plan::profile: runs must be at least 1, got ", runs);
+    check_inputs(inputs);
+    using clock = std::chrono::steady_clock;
+    auto ms_since = [](clock::time_point a) { return std::chrono::duration<double, std::milli>(clock::now() - a).count(); };
+    auto wait = [&] {
+      if (device_.is_cuda()) frost::cuda::synchronize(device_.index);
+    };
+    PlanProfile p;
+    p.device = device_;
+    p.runs = runs;
+    {
+      std::vector<double> whole;
+      std::vector<Tensor<T>> out;
+      for (int r = 0; r <= runs; ++r) {  // run 0 warms up (on CUDA it may be the capture)
+        const auto t0 = clock::now();
+        run_into(inputs, out);
+        wait();
+        if (r > 0) whole.push_back(ms_since(t0));
+        out.clear();
+      }
+      p.run_ms = detail::median_min(whole).first;
+    }
+    // The units a run takes one at a time: a step, or a CPU chain of matrix-vector layers.
+    const Step* const begin = g_.steps.data();
+    const Step* const end = begin + g_.steps.size();
+    for (const Step* s = begin; s != end; s += p.steps.back().count) {
+      StepTiming t;
+      t.first = static_cast<std::size_t>(s - begin);
+      t.count = device_.is_cpu() ? host_unit(s, end) : 1;
+      t.kind = step_kind_name(s->kind);
+      t.attrs = t.count > 1 ? std::to_string(t.count) + " matrix-vector layers in one parallel region" : detail::step_attrs(*s);
+      t.note = s->note;
+      if (!s->out.empty()) t.out = s->out[0].shape;
+      p.steps.push_back(std::move(t));
+    }
+    std::vector<std::vector<double>> times(p.steps.size());
+    std::vector<Tensor<T>> staged;
+    Lease ws(*this);
+    if (device_.is_cpu()) {
+      bind_host_inputs(inputs, *ws, staged);
+      for (int r = 0; r < runs; ++r)
+        for (std::size_t u = 0; u < p.steps.size(); ++u) {
+          const auto t0 = clock::now();
+          run_host_unit(begin + p.steps[u].first, p.steps[u].count, ws->bases.data());
+          times[u].push_back(ms_since(t0));
+        }
+    } else {
+      stage_device_inputs(inputs, *ws);
+      frost::detail::DeviceRuntime& rt = frost::detail::cuda_runtime("jit::Plan::profile");
+      const DeviceSwitches switches(&rt, opt_.allow_tf32);
+      struct Events {  // before step 0, then after each step
+        frost::detail::DeviceRuntime& rt;
+        std::vector<void*> e;
+        ~Events() {
+          for (void* x : e) rt.event_destroy(x);
+        }
+      } ev{rt, {}};
+      for (std::size_t i = 0; i <= p.steps.size(); ++i) ev.e.push_back(rt.event_create(device_.index));
+      for (int r = 0; r < runs; ++r) {
+        rt.event_record(ev.e[0], device_.index);
+        for (std::size_t u = 0; u < p.steps.size(); ++u) {
+          run_device_step(g_.steps[u], *ws);
+          rt.event_record(ev.e[u + 1], device_.index);
+        }
+        for (std::size_t u = 0; u < p.steps.size(); ++u) times[u].push_back(rt.event_elapsed_ms(ev.e[u], ev.e[u + 1]));
+      }
+    }
+    for (std::size_t u = 0; u < p.steps.size(); ++u)
+      std::tie(p.steps[u].median_ms, p.steps[u].min_ms) = detail::median_min(times[u]);
+    return p;
   }
 
   /// Eager (evaluation mode, InferenceMode) against this plan on `inputs`:
@@ -452,22 +539,49 @@ class Plan {
     pool_->free.reserve(8);
     pool_->free.push_back(std::move(ws));
   }
+  /// A workspace taken from the pool for one run, given back at scope exit.
+  struct Lease {
+    const Plan& plan;
+    std::unique_ptr<Workspace> ws;
+    explicit Lease(const Plan& p) : plan(p), ws(p.acquire()) {}
+    ~Lease() { plan.give_back(std::move(ws)); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Workspace& operator*() const { return *ws; }
+    Workspace* operator->() const { return ws.get(); }
+  };
+
+  /// Points a CPU workspace's input buffers at the caller's tensors (a
+  /// non-contiguous one at a contiguous copy kept in `staged`).
+  void bind_host_inputs(const std::vector<Tensor<T>>& inputs, Workspace& ws, std::vector<Tensor<T>>& staged) const {
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const auto b = static_cast<std::size_t>(g_.inputs[i]);
+      if (inputs[i].is_contiguous()) {
+        ws.bases[b] = const_cast<T*>(inputs[i].data());
+      } else {
+        staged.push_back(inputs[i].contiguous());
+        ws.bases[b] = staged.back().data();
+      }
+    }
+  }
 
   void execute(detail::Bases bases) const {
     const Step* const end = g_.steps.data() + g_.steps.size();
     for (const Step* s = g_.steps.data(); s != end;) {
-      if (s->kind == StepKind::guard) {
-        check_guard(*s, g_.buffers[static_cast<std::size_t>(s->in[0].buf)], bases[s->in[0].buf]);
-        ++s;
-      } else if (const std::size_t n = detail::few_rows_chain(s, end); n > 0) {
-        // One parallel region for a run of matrix-vector layers.
-        detail::run_few_rows_chain(s, n, bases);
-        s += n;
-      } else {
-        detail::run_step(*s, bases);
-        ++s;
-      }
+      const std::size_t n = host_unit(s, end);
+      run_host_unit(s, n, bases);
+      s += n;
     }
+  }
+  /// How many CPU steps from `s` run as one: a run of matrix-vector layers
+  /// shares one parallel region; anything else runs alone.
+  static std::size_t host_unit(const Step* s, const Step* end) {
+    return s->kind == StepKind::guard ? 1 : std::max<std::size_t>(1, detail::few_rows_chain(s, end));
+  }
+  void run_host_unit(const Step* s, std::size_t n, detail::Bases bases) const {
+    if (s->kind == StepKind::guard) check_guard(*s, g_.buffers[static_cast<std::size_t>(s->in[0].buf)], bases[s->in[0].buf]);
+    else if (n > 1) detail::run_few_rows_chain(s, n, bases);
+    else detail::run_step(*s, bases);
   }
 
   DeviceAllocator* allocator() const { return device_.is_cpu() ? nullptr : backend_for<T>(device_).allocator(); }
@@ -509,17 +623,7 @@ class Plan {
   void execute_device(Workspace& ws) const {
     frost::detail::DeviceRuntime* rt = frost::detail::cuda_runtime_slot();
     const bool cuda = rt && device_.is_cuda();
-    // Plans always use timed algorithms: the first run times them (once per
-    // shape, cached), later runs and the capture find them in the cache.
-    // Only on this thread: the process-wide switch, which other threads'
-    // eager convolutions read, is left as the user set it.
-    struct Timed {
-      frost::detail::DeviceRuntime* rt;
-      bool was;
-      ~Timed() {
-        if (rt) rt->set_thread_timed(was);
-      }
-    } timed{cuda ? rt : nullptr, cuda && rt->set_thread_timed(true)};
+    const DeviceSwitches switches(cuda ? rt : nullptr, opt_.allow_tf32);
     if (graphable_ && cuda) {
       if (ws.graph) {
         rt->graph_launch(ws.graph, device_.index);
@@ -531,18 +635,39 @@ class Plan {
       // next run captures; after kMaxFailedCaptures the plan stays step by step.
       if (ws.runs > 0 && ws.failed_captures < kMaxFailedCaptures && capture(ws, rt)) return;
     }
-    for (const auto& s : g_.steps) {
-      if (s.kind != StepKind::guard) {
-        detail::run_step(s, ws.bases.data(), device_);
-        continue;
-      }
-      // A guard reads its window back to the host (a sync).
-      const Buffer& b = g_.buffers[static_cast<std::size_t>(s.in[0].buf)];
-      std::vector<unsigned char> host(static_cast<std::size_t>(b.numel) * detail::dtype_size(b.dtype));
-      read_back(b.dtype, ws.bases[static_cast<std::size_t>(s.in[0].buf)], host.data(), b.numel);
-      check_guard(s, b, host.data());
-    }
+    for (const auto& s : g_.steps) run_device_step(s, ws);
     ++ws.runs;  // only a run that went through counts as the warm one
+  }
+  /// What a device run sets on its thread, and restores after. Plans always
+  /// use timed algorithms: the first run times them (once per shape,
+  /// cached), later runs and the capture find them in the cache. A plan
+  /// frozen with allow_tf32 turns TF32 on. Only on this thread: the
+  /// process-wide switches, which other threads' eager work reads, are left
+  /// as the user set them.
+  struct DeviceSwitches {
+    frost::detail::DeviceRuntime* rt;
+    bool timed_was, tf32_was = false, tf32;
+    DeviceSwitches(frost::detail::DeviceRuntime* r, bool allow_tf32)
+        : rt(r), timed_was(r && r->set_thread_timed(true)), tf32(r && allow_tf32) {
+      if (tf32) tf32_was = rt->set_thread_tf32(true);
+    }
+    ~DeviceSwitches() {
+      if (tf32) rt->set_thread_tf32(tf32_was);
+      if (rt) rt->set_thread_timed(timed_was);
+    }
+    DeviceSwitches(const DeviceSwitches&) = delete;
+    DeviceSwitches& operator=(const DeviceSwitches&) = delete;
+  };
+  void run_device_step(const Step& s, Workspace& ws) const {
+    if (s.kind != StepKind::guard) {
+      detail::run_step(s, ws.bases.data(), device_);
+      return;
+    }
+    // A guard reads its window back to the host (a sync).
+    const Buffer& b = g_.buffers[static_cast<std::size_t>(s.in[0].buf)];
+    std::vector<unsigned char> host(static_cast<std::size_t>(b.numel) * detail::dtype_size(b.dtype));
+    read_back(b.dtype, ws.bases[static_cast<std::size_t>(s.in[0].buf)], host.data(), b.numel);
+    check_guard(s, b, host.data());
   }
   /// Captures the steps as a CUDA Graph and launches it; false (nothing
   /// captured, nothing run) when a step could not be captured.
