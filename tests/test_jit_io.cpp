@@ -236,9 +236,10 @@ TEST_CASE("jit::Plan: allow_tf32 is kept by the plan, its file and refit; a bad 
   auto model = nn::make<guide::ResearchModel>();
   model->eval();
   const auto x = T::randn({2, 3, 32, 32});
-  jit::FreezeOptions opt;
-  opt.allow_tf32 = true;
-  auto plan = jit::freeze<float>(jit::trace(model, x), opt);
+  model->train();
+  auto plan = jit::freeze(model, {.allow_tf32 = true}, x);
+  CHECK(model->is_training());  // traced in evaluation mode, the mode restored
+  model->eval();
   CHECK(plan.options().allow_tf32);
   CHECK(plan.summary().find("TF32 allowed on CUDA") != std::string::npos);
   // No effect on the CPU: the same numbers as a plan without it.

@@ -40,7 +40,25 @@ status=0
   time cmake --build "$build" -j"$jobs" --target "${targets[@]}" || exit 1
 
   echo "== CUDA test suite"
-  "$build"/frost_cuda_tests -ts=cuda --duration=true || status=1
+  tests="$build"/frost_cuda_tests
+  "$tests" -ts=cuda --duration=true
+  rc=$?
+  if ((rc != 0)); then
+    status=1
+    if ((rc > 1)); then
+      # Not a failed check (doctest's 1) but a crash: every case again, each
+      # in its own process, so one crash hides no other case's result.
+      n=$("$tests" -ts=cuda --count | sed -n 's/.*passing the current filters: \([0-9]*\).*/\1/p')
+      echo "== the suite ended with status $rc: its ${n:-?} cases one process each"
+      crashed=()
+      for ((i = 1; i <= ${n:-0}; i++)); do
+        "$tests" -ts=cuda --first=$i --last=$i --duration=true
+        case_rc=$?
+        ((case_rc > 1)) && crashed+=("$i (status $case_rc)")
+      done
+      echo "== cases that crashed (by position in the suite): ${crashed[*]:-none}"
+    fi
+  fi
 
   if [[ $bench == ON ]]; then
     echo "== CUDA benchmark"

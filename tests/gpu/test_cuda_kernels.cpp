@@ -240,9 +240,7 @@ TEST_CASE("cuda: a plan frozen with allow_tf32 uses TF32 on its own runs only; e
   auto model = nn::make<guide::ResearchModel>();
   model->eval();
   const auto x = TF::randn({16, 3, 32, 32});
-  jit::FreezeOptions opt;
-  opt.allow_tf32 = true;
-  auto plan = jit::freeze<float>(jit::trace(model, x), opt);
+  auto plan = jit::freeze(model, {.allow_tf32 = true}, x);
   const auto want = plan.run(x);
   auto fp32 = jit::freeze(model, x);
   plan.to(kCuda);

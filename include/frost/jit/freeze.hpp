@@ -46,13 +46,12 @@ Plan<T> freeze(Graph g) {
 }
 
 /// Traces `module(inputs...)` in evaluation mode (restoring its mode after)
-/// and freezes it: dropout gone, batch norm folded, epilogues fused, one arena.
+/// and freezes it with `opt`:
 /// \code
-/// auto plan = frost::jit::freeze(model, x);
-/// auto y = plan.run(x);
+/// auto plan = frost::jit::freeze(model, {.allow_tf32 = true}, x);
 /// \endcode
 template <class M, FloatScalar T, class... Rest>
-Plan<T> freeze(M& module, const Tensor<T>& x, const Rest&... rest) {
+Plan<T> freeze(M& module, const FreezeOptions& opt, const Tensor<T>& x, const Rest&... rest) {
   Graph g;
   if constexpr (detail::is_module_v<M>) {
     auto& m = detail::module_of(module);
@@ -68,7 +67,18 @@ Plan<T> freeze(M& module, const Tensor<T>& x, const Rest&... rest) {
   } else {
     g = trace(module, x, rest...);
   }
-  return freeze<T>(std::move(g));
+  return freeze<T>(std::move(g), opt);
+}
+
+/// The same with every pass on: dropout gone, batch norm folded, epilogues
+/// fused, one arena.
+/// \code
+/// auto plan = frost::jit::freeze(model, x);
+/// auto y = plan.run(x);
+/// \endcode
+template <class M, FloatScalar T, class... Rest>
+Plan<T> freeze(M& module, const Tensor<T>& x, const Rest&... rest) {
+  return freeze(module, FreezeOptions{}, x, rest...);
 }
 
 }  // namespace frost::jit
