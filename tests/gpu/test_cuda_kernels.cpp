@@ -4,7 +4,7 @@
 // loads at every size and alignment, cuBLASLt's GELU epilogue in a plan,
 // host threads sharing the device (a cuDNN handle each; a plan capturing its
 // CUDA Graph while another thread runs eager work), plans frozen with
-// allow_tf32, and Plan::profile's event timing. Each case reports
+// allow_tf32 or quantize_linear, and Plan::profile's event timing. Each case reports
 // "skipped: no CUDA device" where no GPU is visible.
 #include <algorithm>
 #include <atomic>
@@ -256,6 +256,24 @@ TEST_CASE("cuda: a plan frozen with allow_tf32 uses TF32 on its own runs only; e
     CHECK(differ(a.to(kCuda).matmul(b.to(kCuda)).cpu(), ab, 1e-4, 1e-5, "eager matmul after the plan").empty());
   }
   CHECK(differ(fp32.run(x).cpu(), want, 1e-4, 1e-3, "float plan vs CPU").empty());
+}
+
+TEST_CASE("cuda: a plan frozen with quantize_linear runs its linears in float on CUDA, and says so") {
+  if (no_gpu()) return;
+  namespace jit = frost::jit;
+  manual_seed(50);
+  auto mlp = guide::make_mlp();
+  mlp->eval();
+  const auto x = TF::randn({4, 784});
+  auto plan = jit::freeze(mlp, {.quantize_linear = true}, x);
+  const auto float_cpu = jit::freeze(mlp, x).run(x);
+  plan.to(kCuda);
+  CHECK(plan.summary().find("dynamic int8 quantization: not on cuda:0") != std::string::npos);
+  for (const auto& s : plan.graph().steps) CHECK(s.kind != jit::StepKind::quantized_linear);
+  CHECK(differ(plan.run(x).cpu(), float_cpu, 1e-4, 1e-3, "float linears on CUDA").empty());
+  plan.to(Device::cpu());  // back on the CPU: quantized again
+  CHECK(std::any_of(plan.graph().steps.begin(), plan.graph().steps.end(),
+                    [](const auto& s) { return s.kind == jit::StepKind::quantized_linear; }));
 }
 
 TEST_CASE("cuda: Plan::profile times each step with events (a graphed plan, a guarded one), and the plan still runs") {

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "../backend/cpu/parallel.hpp"
+#include "../backend/cpu/quantized_linear.hpp"
 #include "graph.hpp"
 
 namespace frost::jit::detail {
@@ -327,6 +328,19 @@ void run_linear_rows(const Step& s, Bases b) {
   for (std::int64_t blk = 0; blk < blocks; ++blk) run_block(0, blk);
 }
 
+/// A dynamically quantized linear (in: x [m, k] with dense rows, W, bias or
+/// none, W's int8 blob; out: y [m, n], the scratch that holds x's rows in
+/// int8): x's rows quantized into the scratch, then the int8 products.
+template <class T>
+void run_quantized_linear(const Step& s, Bases b) {
+  const Slot &x = s.in[0], &w = s.in[1];
+  const std::int64_t m = x.shape[0], k = x.shape[1], n = w.shape[0];
+  void* scratch = ptr<T>(s.out[1], b);
+  cpu::quantize_rows(ptr<const T>(x, b), m, k, m > 1 ? x.strides[0] : k, scratch);
+  cpu::quantized_linear(scratch, ptr<const T>(s.in[3], b), m, n, k, s.in[2].buf >= 0 ? ptr<const T>(s.in[2], b) : nullptr,
+                        ptr<T>(s.out[0], b), n, static_cast<UnaryOp>(s.op));
+}
+
 /// A fused chain: the backend's fused kernel over the step's dense windows.
 template <class T>
 void run_elementwise(Backend<T>& be, const Step& s, Bases b) {
@@ -533,6 +547,11 @@ void run_typed(const Step& s, Bases b, Device d) {
       FROST_CHECK(d.is_cpu(), "frost::jit: a linear_chain step runs on the CPU only, not ", d.str());
       if constexpr (FloatScalar<T>) run_linear_rows<T>(s, b);
       break;
+    case StepKind::quantized_linear:
+      // Made by freeze for the CPU only; a device freezes the traced graph again (its linears in float).
+      FROST_CHECK(d.is_cpu(), "frost::jit: a quantized_linear step runs on the CPU only, not ", d.str());
+      if constexpr (FloatScalar<T>) run_quantized_linear<T>(s, b);
+      break;
     case StepKind::elementwise: run_elementwise<T>(be, s, b); break;
     case StepKind::conv2d_pool: run_conv_pool<T>(be, s, b); break;
     case StepKind::guard: break;  // the plan checks guards itself
@@ -541,7 +560,8 @@ void run_typed(const Step& s, Bases b, Device d) {
 
 /// Fills every prepared buffer of `g` (in[3] of a linear step: the CPU
 /// GEMM's panels of its weight in[1]; a linear_chain's panels beside each
-/// weight) for this build's kernels.
+/// weight; in[3] of a quantized_linear: its weight's int8 blob) for this
+/// build's kernels.
 template <class T>
 void make_prepared(Graph& g) {
   Backend<T>& be = backend_for<T>(Device::cpu());
@@ -562,6 +582,18 @@ void make_prepared(Graph& g) {
     if (s.kind == StepKind::linear && s.in.size() == 4) make(s, 1, s.in[0].shape[0]);
     if (s.kind == StepKind::linear_chain)
       for (std::size_t wi = 1; wi + 2 < s.in.size(); wi += 3) make(s, wi, s.i0);
+    if (s.kind == StepKind::quantized_linear) {
+      const Slot& ws = s.in[1];
+      Buffer& p = g.buffers[static_cast<std::size_t>(s.in[3].buf)];
+      if (p.data) continue;
+      const std::int64_t n = ws.shape[0], k = ws.shape[1];
+      const std::int64_t size = cpu::elements_holding(cpu::QuantizedWeightLayout(n, k).total, sizeof(T));
+      FROST_CHECK(size == p.numel, "frost::jit: prepared buffer '", p.name, "' has ", p.numel, " elements; the int8 form of a ",
+                  ws.shape.str(), " weight takes ", size);
+      p.data = StorageImpl::cpu(static_cast<std::size_t>(p.numel) * sizeof(T));
+      const Buffer& w = g.buffers[static_cast<std::size_t>(ws.buf)];
+      cpu::quantize_weight(static_cast<const T*>(w.data->data) + ws.offset, n, k, k, p.data->data);
+    }
   }
 }
 

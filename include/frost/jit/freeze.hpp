@@ -7,6 +7,7 @@
 #include "passes/fold_affine.hpp"
 #include "passes/fuse.hpp"
 #include "passes/memory_plan.hpp"
+#include "passes/quantize.hpp"
 #include "plan.hpp"
 #include "trace.hpp"
 
@@ -30,6 +31,7 @@ Plan<T> freeze(Graph g, const FreezeOptions& opt) {
   if (opt.fuse_epilogues) passes::fuse_epilogues(st);
   if (opt.fuse_conv_pool) passes::fuse_conv_pool(st, opt.conv_pool_images);
   if (opt.fuse_elementwise) passes::fuse_elementwise(st);
+  if (opt.quantize_linear) passes::quantize_linears<T>(st);
   if (opt.prepare_weights) passes::prepare_weights<T>(st);
   if (opt.conv_pool_images == 0) passes::drop_pooled_scratch<T>(st);  // the CPU's kernels; a device keeps its scratch
   if (opt.pack_weights) passes::pack_weights(st);

@@ -43,9 +43,10 @@ enum class StepKind : std::uint8_t {
   unary, binary, where, copy, fill, random, reduce, arg_reduce, softmax, gemm, index_select, gather, scatter_add,
   conv2d, conv2d_grad_input, conv2d_grad_weight, max_pool2d, max_pool2d_backward, avg_pool2d, avg_pool2d_backward,
   linear, batch_norm, dropout, elementwise, conv2d_pool, guard,
-  linear_chain  // after guard: plan files keep their step codes
+  linear_chain,  // after guard: plan files keep their step codes
+  quantized_linear
 };
-inline constexpr StepKind kLastStepKind = StepKind::linear_chain;
+inline constexpr StepKind kLastStepKind = StepKind::quantized_linear;
 /// The most layers one linear_chain step holds (its in: x, then W, bias, panels a layer).
 inline constexpr int kMaxChainLayers = 8;
 
@@ -54,7 +55,7 @@ inline const char* step_kind_name(StepKind k) {
       "unary", "binary", "where", "copy", "fill", "random", "reduce", "arg_reduce", "softmax", "gemm",
       "index_select", "gather", "scatter_add", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
       "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward", "linear", "batch_norm", "dropout", "elementwise",
-      "conv2d_pool", "guard", "linear_chain"};
+      "conv2d_pool", "guard", "linear_chain", "quantized_linear"};
   return names[static_cast<int>(k)];
 }
 
@@ -88,7 +89,7 @@ struct Step {
   StepKind kind = StepKind::unary;
   DType dtype = DType::float32;  // the kernel's element type
   std::vector<Slot> in, out;
-  int op = 0;             // UnaryOp / BinaryOp / ReduceOp / philox::Dist; conv2d, linear: the fused UnaryOp
+  int op = 0;             // UnaryOp / BinaryOp / ReduceOp / philox::Dist; conv2d, linear, quantized_linear: the fused UnaryOp
   double p0 = 0, p1 = 0;  // scalars: unary p0 p1, binary p, fill value, random lo hi, eps, dropout p
   std::int64_t i0 = 0;    // reduce: n_reduced; arg_reduce: is_max; softmax: log; index ops: dim;
                           // linear: 1 when the weight is pre-packed [K, N]; batch_norm: 1 once prepared;
@@ -198,6 +199,10 @@ inline std::string step_attrs(const Step& s) {
         const std::string a = act_name(s.program[i].op);
         o << (i ? "," : "") << (a.empty() ? "none" : a);
       }
+      break;
+    case StepKind::quantized_linear:
+      if (!act_name(s.op).empty()) o << "act=" << act_name(s.op) << ", ";
+      o << "int8 weight per output channel, int8 input per row";
       break;
     case StepKind::batch_norm: o << "eps=" << s.p0; break;
     case StepKind::dropout: o << "p=" << s.p0; break;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "../backend/cpu/quantized_linear.hpp"
 #include "graph.hpp"
 
 namespace frost::jit::detail {
@@ -200,6 +201,30 @@ struct Validator {
     dense(sc, want, "the scratch");
   }
 
+  /// x [m, k] (rows dense), a dense constant W [n, k] (k at most
+  /// kMaxQuantizedDepth), bias [n] or none, W's whole int8 blob (prepared);
+  /// y [m, n] and the scratch for x's int8 rows, both dense.
+  void quantized_linear(const Step& s) const {
+    count(s, 4, 2);
+    const Slot &x = s.in[0], &w = s.in[1], &bias = s.in[2], &q = s.in[3], &y = s.out[0], &sc = s.out[1];
+    if (x.shape.ndim() != 2 || x.strides[1] != 1 || (x.shape[0] > 1 && x.strides[0] < x.shape[1]))
+      invalid(source, k, "a quantized_linear's input must be [m, k] with dense rows, got ", x.shape.str());
+    const std::int64_t m = x.shape[0], kk = x.shape[1];
+    if (w.shape.ndim() != 2 || w.shape[1] != kk || w.shape[0] < 1 || kk < 1 || kk > cpu::kMaxQuantizedDepth || !w.dense() ||
+        w.buf < 0 || buffer(w.buf).kind != BufferKind::constant)
+      invalid(source, k, "a quantized_linear needs a dense constant weight [N, ", kk, "] (K from 1 to ",
+              cpu::kMaxQuantizedDepth, "), got ", w.shape.str());
+    const std::int64_t n = w.shape[0], size = static_cast<std::int64_t>(dtype_size(s.dtype));
+    if (bias.buf >= 0 && (bias.shape != Shape{n} || bias.strides[0] != 1)) invalid(source, k, "the bias must be [", n, "]");
+    const std::int64_t blob = cpu::elements_holding(cpu::QuantizedWeightLayout(n, kk).total, size);
+    if (q.buf < 0 || buffer(q.buf).kind != BufferKind::prepared || q.offset != 0 || q.shape != Shape{blob} ||
+        buffer(q.buf).numel != blob)
+      invalid(source, k, "a quantized_linear's int8 weight must be a whole prepared buffer of ", blob, " elements");
+    dense(y, Shape{m, n}, "the output");
+    dense(sc, Shape{cpu::elements_holding(cpu::QuantizedInputLayout(m, kk).total, size)}, "the scratch");
+    op_below(s.op, kUnaryOpCount);
+  }
+
   void elementwise(const Step& s) const {
     if (s.out.size() != 1 || s.in.empty() || s.in.size() > 8 || s.program.empty() || s.program.size() > 8)
       invalid(source, k, "a fused elementwise step needs 1-8 inputs, 1 output and 1-8 instructions");
@@ -329,6 +354,12 @@ struct Validator {
         for (const auto& o : s.out) slot(o, dt);
         linear_chain(s);
         break;
+      case StepKind::quantized_linear:
+        if (dt == I64) invalid(source, k, "quantized_linear needs a floating dtype");
+        for (std::size_t i = 0; i < s.in.size(); ++i) slot(s.in[i], dt, i == 2);
+        for (const auto& o : s.out) slot(o, dt);
+        quantized_linear(s);
+        break;
       case StepKind::batch_norm: {
         if (traced && s.i0 == 0) {  // x, running mean, running var, weight?, bias?
           count(s, 5, 1);
@@ -417,7 +448,8 @@ inline void validate_plan(const Graph& g, const std::vector<std::int64_t>& offse
     for (std::size_t i = 0; i < s.in.size(); ++i) {
       const int b = s.in[i].buf;
       if (b < 0 || g.buffers[static_cast<std::size_t>(b)].kind != BufferKind::prepared) continue;
-      const bool panels = (s.kind == StepKind::linear && i == 3) || (s.kind == StepKind::linear_chain && i % 3 == 0 && i > 0);
+      const bool panels = ((s.kind == StepKind::linear || s.kind == StepKind::quantized_linear) && i == 3) ||
+                          (s.kind == StepKind::linear_chain && i % 3 == 0 && i > 0);
       if (!panels) bad("step ", v.k, " reads prepared buffer ", b, " as an ordinary operand");
       ++prepared_uses[static_cast<std::size_t>(b)];
     }
