@@ -3,8 +3,9 @@
 // ResearchModel, ResearchModelBN, the 784-256-256-10 MLP and AdaptiveResNet
 // at batch 1 and 64. Prints a table of median latency, throughput, peak
 // tensor memory and the frozen/eager ratios, then, at batch 1, percentiles
-// of single calls timed one by one; `--json FILE` also writes the rows as a
-// JSON array. `--device cuda` runs both on the GPU (the model
+// of single calls timed one by one, and on the CPU the plans frozen with
+// quantize_linear (dynamic int8 linear layers) against the float plans;
+// `--json FILE` also writes the rows as a JSON array. `--device cuda` runs both on the GPU (the model
 // moved with module.to, the plan with Plan::to, which replays it as a CUDA
 // Graph); it needs a build with frost::cuda. `--profile` adds where the
 // frozen time goes: Plan::profile's slowest steps of the batch-64 plans, and
@@ -43,6 +44,7 @@ struct Case {
   int batch = 1;
   std::function<T(const T&)> eager;
   std::shared_ptr<jit::Plan<float>> plan;
+  std::shared_ptr<jit::Plan<float>> quantized;  // CPU runs: frozen with quantize_linear
   T x;
   std::int64_t eager_peak = 0, frozen_peak = 0;
 };
@@ -80,6 +82,7 @@ Case make_case(const std::string& name, M model, frost::Shape input) {
   c.x = T::randn(input);
   c.eager = [model](const T& x) { return model(x); };
   c.plan = std::make_shared<jit::Plan<float>>(jit::freeze(model, c.x));  // traced on the CPU
+  if (g_device.is_cpu()) c.quantized = std::make_shared<jit::Plan<float>>(jit::freeze(model, {.quantize_linear = true}, c.x));
   model->to(g_device);
   c.plan->to(g_device);
   c.x = c.x.to(g_device);
@@ -246,6 +249,11 @@ int main(int argc, char** argv) {
       std::vector<T> out;
       for (auto _ : st) run_plan(*c.plan, c.x, out);
     })->Unit(benchmark::kMicrosecond)->MinTime(min_time)->Repetitions(5)->ReportAggregatesOnly(true);
+    if (c.quantized)
+      benchmark::RegisterBenchmark(key(c, "frozen_int8").c_str(), [&c](benchmark::State& st) {
+        std::vector<T> out;
+        for (auto _ : st) run_plan(*c.quantized, c.x, out);
+      })->Unit(benchmark::kMicrosecond)->MinTime(min_time)->Repetitions(5)->ReportAggregatesOnly(true);
   }
   Collector rep;
   benchmark::RunSpecifiedBenchmarks(&rep);
@@ -293,6 +301,22 @@ int main(int argc, char** argv) {
       std::printf("%-16s %13.4f %13.4f %13.4f %13.4f %7.2fx\n", c.model.c_str(), e->second.p50 * 1e3,
                   e->second.p90 * 1e3, f->second.p50 * 1e3, f->second.p90 * 1e3, e->second.p50 / f->second.p50);
     }
+  }
+  bool header = false;
+  for (const auto& c : cases) {
+    const auto f = rep.median_s.find(key(c, "frozen")), q = rep.median_s.find(key(c, "frozen_int8"));
+    if (f == rep.median_s.end() || q == rep.median_s.end()) continue;
+    if (!header) {
+      std::printf("\nfrozen with quantize_linear (dynamic int8 linear layers) against the float plan:\n");
+      std::printf("%-16s %5s %11s %11s %8s %13s\n", "model", "batch", "float ms", "int8 ms", "speedup", "max rel diff");
+      header = true;
+    }
+    const T yf = c.plan->run(c.x), yq = c.quantized->run(c.x);
+    const double diff = (yq - yf).abs().max().item() / yf.abs().max().item();
+    std::printf("%-16s %5d %11.4f %11.4f %7.2fx %13.2e\n", c.model.c_str(), c.batch, f->second * 1e3, q->second * 1e3,
+                f->second / q->second, diff);
+    rows.push_back({{"model", c.model}, {"batch", c.batch}, {"mode", "frozen_int8"}, {"median_ms", q->second * 1e3},
+                    {"items_per_s", c.batch / q->second}, {"max_rel_diff_vs_float", diff}});
   }
   if (!json_path.empty()) {
     std::ofstream(json_path) << rows.dump(2) << "\n";

@@ -48,7 +48,8 @@ std::vector<U> reference(const U* x, std::int64_t m, std::int64_t k, std::int64_
       amax = std::max(amax, std::abs(float(row[j])));
     }
     std::vector<int> q(static_cast<std::size_t>(k));
-    const float inv = amax > 0 ? 127.0f / amax : 0.0f, sx = amax > 0 ? amax / 127.0f : 1.0f;
+    const bool zero = amax < cpu::kQuantizedTiny;
+    const float inv = zero ? 0.0f : 127.0f / amax, sx = zero ? 1.0f : amax / 127.0f;
     for (std::int64_t j = 0; j < k; ++j) {
       const float v = std::min(std::max(float(row[j]) * inv, -127.0f), 127.0f);
       q[static_cast<std::size_t>(j)] = static_cast<int>(v + (v >= 0 ? 0.5f : -0.5f));
@@ -56,7 +57,7 @@ std::vector<U> reference(const U* x, std::int64_t m, std::int64_t k, std::int64_
     for (std::int64_t c = 0; c < n; ++c) {
       long long dot = 0;
       for (std::int64_t j = 0; j < k; ++j) dot += q[static_cast<std::size_t>(j)] * qw[static_cast<std::size_t>(c * k + j)];
-      U v = finite ? static_cast<U>(double(dot) * double(sx) * double(sw[static_cast<std::size_t>(c)]))
+      U v = finite ? static_cast<U>(dot) * (static_cast<U>(sx) * static_cast<U>(sw[static_cast<std::size_t>(c)]))
                    : std::numeric_limits<U>::quiet_NaN();
       if (bias) v += bias[c];
       y[static_cast<std::size_t>(i * n + c)] = fn::unary(act, v, U(0), U(0));
@@ -78,12 +79,16 @@ std::vector<U> kernel(const U* x, std::int64_t m, std::int64_t k, std::int64_t l
   return y;
 }
 
-/// Equal, NaN matching NaN (the sums are exact; the rescale is the same double arithmetic).
+/// Equal to the last rounding, NaN matching NaN: the sums are exact
+/// integers, and only the rescale's multiply and add may round differently
+/// (fused or not).
 template <class U>
 bool same(const std::vector<U>& a, const std::vector<U>& b) {
   if (a.size() != b.size()) return false;
+  const double tol = sizeof(U) == 4 ? 1e-6 : 1e-14;
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+    if (!(std::abs(double(a[i]) - double(b[i])) <= tol * (1 + std::abs(double(b[i]))) || (std::isnan(a[i]) && std::isnan(b[i]))))
+      return false;
   return true;
 }
 
@@ -114,9 +119,10 @@ TEST_CASE("quantized linear kernel: exactly the documented int8 formulas (shapes
       }
   }
   // Double operands, and rows the scales must handle: all zeros (y = bias),
-  // inf or NaN (no scale: NaN), a zero weight row (its outputs: the bias).
+  // inf or NaN (no scale: NaN), a zero weight row (its outputs: the bias),
+  // a row of subnormal size (127 / max would overflow: zeros).
   {
-    const std::int64_t m = 4, n = 3, k = 70;
+    const std::int64_t m = 5, n = 3, k = 70;
     auto x = TD::randn({m, k}, &gen), w = TD::randn({n, k}, &gen), b = TD::randn({n}, &gen);
     for (std::int64_t j = 0; j < k; ++j) {
       x.data()[j] = 0;                         // row 0
@@ -124,6 +130,7 @@ TEST_CASE("quantized linear kernel: exactly the documented int8 formulas (shapes
     }
     x.data()[1 * k + 5] = INFINITY;            // row 1
     x.data()[2 * k + 9] = NAN;                 // row 2
+    for (std::int64_t j = 0; j < k; ++j) x.data()[4 * k + j] = 1e-40 * double(j % 3);  // row 4
     const auto got = kernel(x.data(), m, k, k, w.data(), n, b.data(), UnaryOp::copy);
     CHECK(same(got, reference(x.data(), m, k, k, w.data(), n, b.data(), UnaryOp::copy)));
     for (std::int64_t c = 0; c < n; ++c) {
@@ -132,6 +139,7 @@ TEST_CASE("quantized linear kernel: exactly the documented int8 formulas (shapes
       CHECK(std::isnan(got[static_cast<std::size_t>(2 * n + c)]));
     }
     CHECK(got[3 * n + 2] == b.data()[2]);
+    for (std::int64_t c = 0; c < n; ++c) CHECK(got[static_cast<std::size_t>(4 * n + c)] == b.data()[c]);
   }
   // Within a percent or two of float, as int8 should be.
   const auto x = T::randn({8, 512}, &gen), w = T::randn({64, 512}, &gen) * 0.05f;
@@ -217,6 +225,17 @@ TEST_CASE("freeze with quantize_linear: save, load and refit keep it; the int8 w
   loaded.refit(other);
   CHECK(count(loaded.graph(), jit::StepKind::quantized_linear) == 3);
   CHECK(same(loaded.run(x).to_vector(), jit::freeze(other, {.quantize_linear = true}, x).run(x).to_vector()));
+
+  // Weights holding NaN or inf have no int8 scale: freezing or refitting with them is an error naming the weight.
+  {
+    auto bad = guide::make_mlp();
+    bad->eval();
+    bad[2].as<nn::Linear>()->weight.detach().data()[7] = NAN;
+    CHECK_THROWS_WITH_AS(jit::freeze(bad, {.quantize_linear = true}, x), doctest::Contains("weight '2.weight' [256, 256] holds nan"),
+                         Error);
+    CHECK_THROWS_WITH_AS(plan.refit(bad), doctest::Contains("needs finite weights"), Error);
+    CHECK(same(plan.run(x).to_vector(), jit::freeze(mlp, {.quantize_linear = true}, x).run(x).to_vector()));  // unchanged
+  }
 
   // Hostile edits of a quantized step: its int8 weight or its scratch one element short.
   auto edited = [&](const std::function<void(nlohmann::json&, nlohmann::json&)>& edit) {

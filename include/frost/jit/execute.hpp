@@ -4,7 +4,9 @@
 // constant folding calls it on double copies of the constants.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <utility>
 
 #include "../backend/cpu/parallel.hpp"
@@ -590,9 +592,15 @@ void make_prepared(Graph& g) {
       const std::int64_t size = cpu::elements_holding(cpu::QuantizedWeightLayout(n, k).total, sizeof(T));
       FROST_CHECK(size == p.numel, "frost::jit: prepared buffer '", p.name, "' has ", p.numel, " elements; the int8 form of a ",
                   ws.shape.str(), " weight takes ", size);
-      p.data = StorageImpl::cpu(static_cast<std::size_t>(p.numel) * sizeof(T));
       const Buffer& w = g.buffers[static_cast<std::size_t>(ws.buf)];
-      cpu::quantize_weight(static_cast<const T*>(w.data->data) + ws.offset, n, k, k, p.data->data);
+      const T* wp = static_cast<const T*>(w.data->data) + ws.offset;
+      // Every weight finite, and each row's scale a float: int8 has no scale otherwise.
+      for (std::int64_t i = 0; i < n * k; ++i)
+        FROST_CHECK(std::isfinite(double(wp[i])) && std::abs(double(wp[i])) <= 127.0 * std::numeric_limits<float>::max(),
+                    "frost::jit: quantize_linear: weight '", w.name, "' ", ws.shape.str(), " holds ", double(wp[i]),
+                    " at element ", i, "; an int8 form needs finite weights within float range");
+      p.data = StorageImpl::cpu(static_cast<std::size_t>(p.numel) * sizeof(T));
+      cpu::quantize_weight(wp, n, k, k, p.data->data);
     }
   }
 }

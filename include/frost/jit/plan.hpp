@@ -64,8 +64,9 @@ struct FreezeOptions {
   /// On CUDA, the plan's float convolutions and matmuls may use TF32 tensor
   /// cores (inputs rounded to 10 mantissa bits, float accumulation; about
   /// 1e-3 relative error), as a production engine's precision flag allows,
-  /// whatever frost::cuda::set_allow_tf32 says for eager code. Off by
-  /// default, like PyTorch's allow_tf32; saved with the plan; no effect on the CPU.
+  /// whatever frost::cuda::set_allow_tf32 says for eager code (off, the plan
+  /// follows that switch, as eager code does). Off by default, like
+  /// PyTorch's allow_tf32; saved with the plan; no effect on the CPU.
   bool allow_tf32 = false;
   /// Dynamic int8 quantization of the linear layers (PyTorch's
   /// quantize_dynamic for nn.Linear): weights int8 per output channel, made
@@ -218,7 +219,7 @@ class Plan {
   std::int64_t arena_bytes() const { return arena_bytes_; }
   std::int64_t constant_bytes() const { return g_.constant_bytes(); }
   /// The options the plan was frozen with (a loaded plan: the defaults, and
-  /// the saved allow_tf32).
+  /// the saved allow_tf32 and quantize_linear).
   const FreezeOptions& options() const { return opt_; }
 
   /// What each freeze pass did, and the plan's size.
@@ -344,6 +345,7 @@ class Plan {
   /// run_all), each step timed alone, beside `runs` whole runs. On the CPU
   /// a step's row is its wall time; on CUDA it is the time between events
   /// recorded before and after it on the device's stream, i.e. its kernels
+  /// (and any work other threads queue on that stream meanwhile)
   /// (the whole run there is one graph launch). A guard that fails throws
   /// GuardFailure, as run does.
   /// \code
@@ -361,13 +363,16 @@ class Plan {
     p.device = device_;
     p.runs = runs;
     {
+      // Untimed warm-up runs: one, and on CUDA two (a workspace's first run
+      // goes step by step, its second captures the graph).
+      const int warm = device_.is_cpu() ? 1 : 2;
       std::vector<double> whole;
       std::vector<Tensor<T>> out;
-      for (int r = 0; r <= runs; ++r) {  // run 0 warms up (on CUDA it may be the capture)
+      for (int r = 0; r < runs + warm; ++r) {
         const auto t0 = clock::now();
         run_into(inputs, out);
         wait();
-        if (r > 0) whole.push_back(ms_since(t0));
+        if (r >= warm) whole.push_back(ms_since(t0));
         out.clear();
       }
       p.run_ms = detail::median_min(whole).first;
@@ -562,7 +567,12 @@ class Plan {
     const Plan& plan;
     std::unique_ptr<Workspace> ws;
     explicit Lease(const Plan& p) : plan(p), ws(p.acquire()) {}
-    ~Lease() { plan.give_back(std::move(ws)); }
+    ~Lease() {
+      try {
+        plan.give_back(std::move(ws));
+      } catch (...) {  // no room in the pool's list: the workspace is freed instead
+      }
+    }
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
     Workspace& operator*() const { return *ws; }

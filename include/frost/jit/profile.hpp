@@ -58,10 +58,10 @@ struct PlanProfile {
                                            : std::to_string(s->first) + "-" + std::to_string(s->first + s->count - 1);
       std::string attrs = s->attrs;
       if (!s->note.empty()) attrs += (attrs.empty() ? "# " : "  # ") + s->note;
-      std::snprintf(line, sizeof line, "%-7s %-20s %10.4f %10.4f %5.1f%%  %-20s %s\n", id.c_str(), s->kind.c_str(),
+      std::snprintf(line, sizeof line, "%-7s %-20s %10.4f %10.4f %5.1f%%  %-20s ", id.c_str(), s->kind.c_str(),
                     s->median_ms, s->min_ms, total > 0 ? 100.0 * s->median_ms / total : 0.0,
-                    s->out.ndim() > 0 ? s->out.str().c_str() : "-", attrs.c_str());
-      r += line;
+                    s->out.ndim() > 0 ? s->out.str().c_str() : "-");
+      r += line + attrs + "\n";
     }
     std::snprintf(line, sizeof line, "%zu steps on %s, medians of %d runs: %.4f ms one by one; a whole run %.4f ms\n",
                   steps.empty() ? std::size_t(0) : steps.back().first + steps.back().count, device.str().c_str(), runs,
