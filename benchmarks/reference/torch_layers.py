@@ -57,26 +57,30 @@ def conv_rows(cin, cout, hw):
     timed(f"conv2d/{cin}x{cout}/bs64/fwd_bwd", fwd_bwd)
 
 
-conv_rows(3, 64, 32)
-conv_rows(64, 128, 16)
-bn = nn.BatchNorm2d(64)
-x = torch.randn(64, 64, 32, 32)
-with torch.no_grad():
-    timed("batchnorm2d/bs64", lambda: bn(x))
-with torch.inference_mode():
-    timed("maxpool2d/bs64", lambda: F.max_pool2d(x, 2))
-model = ResearchModel()
-xi = torch.randn(64, 3, 32, 32)
-model.eval()
-with torch.inference_mode():
-    timed("research/infer_bs64", lambda: model(xi))
-model.train()
-opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-y = torch.randint(0, 10, (64,))
+def main():
+    conv_rows(3, 64, 32)
+    conv_rows(64, 128, 16)
+    bn = nn.BatchNorm2d(64)
+    x = torch.randn(64, 64, 32, 32)
+    with torch.no_grad():
+        timed("batchnorm2d/bs64", lambda: bn(x))
+    with torch.inference_mode():
+        timed("maxpool2d/bs64", lambda: F.max_pool2d(x, 2))
+    model = ResearchModel()
+    xi = torch.randn(64, 3, 32, 32)
+    model.eval()
+    with torch.inference_mode():
+        timed("research/infer_bs64", lambda: model(xi))
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    y = torch.randint(0, 10, (64,))
+
+    def step():
+        opt.zero_grad()
+        F.cross_entropy(model(xi), y).backward()
+        opt.step()
+    timed("research/train_step_bs64", step)
 
 
-def step():
-    opt.zero_grad()
-    F.cross_entropy(model(xi), y).backward()
-    opt.step()
-timed("research/train_step_bs64", step)
+if __name__ == "__main__":
+    main()
