@@ -47,10 +47,10 @@ std::vector<U> reference(const U* x, std::int64_t m, std::int64_t k, std::int64_
       finite = finite && std::isfinite(float(row[j]));
       amax = std::max(amax, std::abs(float(row[j])));
     }
-    std::vector<int> q(static_cast<std::size_t>(k));
+    std::vector<int> q(static_cast<std::size_t>(k));  // zeros for a row holding inf or NaN (its outputs: NaN)
     const bool zero = amax < cpu::kQuantizedTiny;
     const float inv = zero ? 0.0f : 127.0f / amax, sx = zero ? 1.0f : amax / 127.0f;
-    for (std::int64_t j = 0; j < k; ++j) {
+    for (std::int64_t j = 0; j < k && finite; ++j) {
       const float v = std::min(std::max(float(row[j]) * inv, -127.0f), 127.0f);
       q[static_cast<std::size_t>(j)] = static_cast<int>(v + (v >= 0 ? 0.5f : -0.5f));
     }

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   auto mlp = guide::make_mlp();
   mlp->eval();
   jit::freeze(mlp, T::randn({1, 784})).save(dir + "/mlp.frost");
+  jit::freeze(small, {.quantize_linear = true}, T::randn({2, 2, 4, 4})).save(dir + "/small_int8.frost");
   return 0;
 }
 #else
