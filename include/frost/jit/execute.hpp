@@ -589,7 +589,7 @@ void make_prepared(Graph& g) {
       Buffer& p = g.buffers[static_cast<std::size_t>(s.in[3].buf)];
       if (p.data) continue;
       const std::int64_t n = ws.shape[0], k = ws.shape[1];
-      const std::int64_t size = cpu::elements_holding(cpu::QuantizedWeightLayout(n, k).total, sizeof(T));
+      const std::int64_t size = cpu::ceil_div(cpu::QuantizedWeightLayout(n, k).total, sizeof(T));
       FROST_CHECK(size == p.numel, "frost::jit: prepared buffer '", p.name, "' has ", p.numel, " elements; the int8 form of a ",
                   ws.shape.str(), " weight takes ", size);
       const Buffer& w = g.buffers[static_cast<std::size_t>(ws.buf)];

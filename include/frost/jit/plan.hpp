@@ -342,12 +342,11 @@ class Plan {
   }
 
   /// Where the time goes: `runs` step-by-step runs on `inputs` (as for
-  /// run_all), each step timed alone, beside `runs` whole runs. On the CPU
-  /// a step's row is its wall time; on CUDA it is the time between events
-  /// recorded before and after it on the device's stream, i.e. its kernels
-  /// (and any work other threads queue on that stream meanwhile)
-  /// (the whole run there is one graph launch). A guard that fails throws
-  /// GuardFailure, as run does.
+  /// run_all), each step timed alone, beside `runs` whole runs (on CUDA one
+  /// graph launch each). On the CPU a step's row is its wall time; on CUDA
+  /// it is the time between events recorded before and after it on the
+  /// device's stream: its kernels, and any work other threads queue on that
+  /// stream meanwhile. A guard that fails throws GuardFailure, as run does.
   /// \code
   /// std::cout << plan.profile({x}).table(10);  // the ten slowest steps
   /// \endcode

@@ -216,12 +216,12 @@ struct Validator {
               cpu::kMaxQuantizedDepth, "), got ", w.shape.str());
     const std::int64_t n = w.shape[0], size = static_cast<std::int64_t>(dtype_size(s.dtype));
     if (bias.buf >= 0 && (bias.shape != Shape{n} || bias.strides[0] != 1)) invalid(source, k, "the bias must be [", n, "]");
-    const std::int64_t blob = cpu::elements_holding(cpu::QuantizedWeightLayout(n, kk).total, size);
+    const std::int64_t blob = cpu::ceil_div(cpu::QuantizedWeightLayout(n, kk).total, size);
     if (q.buf < 0 || buffer(q.buf).kind != BufferKind::prepared || q.offset != 0 || q.shape != Shape{blob} ||
         buffer(q.buf).numel != blob)
       invalid(source, k, "a quantized_linear's int8 weight must be a whole prepared buffer of ", blob, " elements");
     dense(y, Shape{m, n}, "the output");
-    dense(sc, Shape{cpu::elements_holding(cpu::QuantizedInputLayout(m, kk).total, size)}, "the scratch");
+    dense(sc, Shape{cpu::ceil_div(cpu::QuantizedInputLayout(m, kk).total, size)}, "the scratch");
     op_below(s.op, kUnaryOpCount);
   }
 

@@ -79,7 +79,6 @@ class Scratch {
   T* p_ = nullptr;
 };
 
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Eigen array maps: vectorised at any optimisation level.
 template <class T>

@@ -19,6 +19,9 @@
 
 namespace frost::cpu {
 
+/// a / b rounded up (a >= 0, b > 0).
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
 /// Elements below which elementwise kernels stay single-threaded.
 inline constexpr std::int64_t kParallelGrain = 32768;
 

@@ -40,7 +40,7 @@ inline constexpr std::int64_t kMaxQuantizedDepth = 65536;
 inline constexpr float kQuantizedTiny = 1e-30f;
 
 namespace quant {
-inline std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+inline std::int64_t round_up(std::int64_t v, std::int64_t to) { return ceil_div(v, to) * to; }
 /// Nearest integer, halves away from zero (the same on every path).
 inline int nearest(float v) { return static_cast<int>(v + (v >= 0 ? 0.5f : -0.5f)); }
 }  // namespace quant
@@ -72,12 +72,6 @@ struct QuantizedInputLayout {
     total = bytes + m * kp;
   }
 };
-
-/// Elements of `elem_size` bytes that hold `bytes` bytes (a plan's
-/// buffers are typed; the blobs live in its float or double buffers).
-constexpr std::int64_t elements_holding(std::int64_t bytes, std::int64_t elem_size) {
-  return (bytes + elem_size - 1) / elem_size;
-}
 
 /// W [n, k] (row stride ldw) quantized into `blob` (QuantizedWeightLayout(n, k).total bytes).
 template <class T>

@@ -38,13 +38,13 @@ void quantize_linears(FreezeState& st) {
     Buffer blob;
     blob.kind = BufferKind::prepared;
     blob.dtype = s.dtype;
-    blob.numel = cpu::elements_holding(cpu::QuantizedWeightLayout(n, k).total, sizeof(T));
+    blob.numel = cpu::ceil_div(cpu::QuantizedWeightLayout(n, k).total, sizeof(T));
     blob.name = g.buffers[static_cast<std::size_t>(w.buf)].name + ".int8";
     const std::int64_t blob_numel = blob.numel;
     const int q = g.add_buffer(std::move(blob));
     Buffer scratch;
     scratch.dtype = s.dtype;
-    scratch.numel = cpu::elements_holding(cpu::QuantizedInputLayout(m, k).total, sizeof(T));
+    scratch.numel = cpu::ceil_div(cpu::QuantizedInputLayout(m, k).total, sizeof(T));
     const Shape ss{scratch.numel};
     const int sc = g.add_buffer(std::move(scratch));
     s.kind = StepKind::quantized_linear;
