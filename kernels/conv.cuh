@@ -55,8 +55,9 @@ struct ConvDescriptors {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
+  bool tf32 = false;
 
-  ConvDescriptors(const ConvGeometry& g, bool tf32, const char* op) {
+  ConvDescriptors(const ConvGeometry& g, bool tf32_allowed, const char* op) : tf32(tf32_allowed) {
     FROST_CUDA(cudnnCreateTensorDescriptor(&x), op);
     FROST_CUDA(cudnnCreateTensorDescriptor(&y), op);
     FROST_CUDA(cudnnCreateFilterDescriptor(&w), op);
@@ -68,10 +69,18 @@ struct ConvDescriptors {
                                                g.dilation[1], CUDNN_CROSS_CORRELATION, cudnn_type<T>()),
                op);
     FROST_CUDA(cudnnSetConvolutionGroupCount(conv, g.groups), op);
-    // FMA math keeps float convolutions in full fp32 unless TF32 was allowed.
-    FROST_CUDA(cudnnSetConvolutionMathType(conv, sizeof(T) == 4 && tf32 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
-                                                                          : CUDNN_FMA_MATH),
-               op);
+    // FMA math keeps convolutions in full precision unless TF32 was allowed
+    // for a float one; then DEFAULT lets cuDNN use TF32 tensor cores (as
+    // PyTorch sets it), not ..._ALLOW_CONVERSION, which may also convert the
+    // operands to fp16.
+    FROST_CUDA(cudnnSetConvolutionMathType(conv, tf32_math() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), op);
+  }
+  bool tf32_math() const { return sizeof(T) == 4 && tf32; }
+  /// With TF32, the math type the chosen algorithm was ranked or timed with:
+  /// cuDNN picks kernels by the (algorithm, math type) pair, and the
+  /// workspace it reported is that pair's. Otherwise FMA math stays.
+  void use_math(int math, const char* op) {
+    if (tf32_math()) FROST_CUDA(cudnnSetConvolutionMathType(conv, static_cast<cudnnMathType_t>(math)), op);
   }
   ~ConvDescriptors() {
     cudnnDestroyConvolutionDescriptor(conv);
@@ -87,6 +96,7 @@ struct ConvDescriptors {
 struct ConvAlgo {
   int algo = 0;
   std::size_t workspace = 0;
+  int math = CUDNN_DEFAULT_MATH;  // cudnnMathType_t the algorithm was chosen with
 };
 
 /// Picks from cuDNN's ranked candidates (heuristics) or times them (benchmark
@@ -100,7 +110,7 @@ ConvAlgo choose_algo(bool benchmark, std::size_t max_ws, Get&& get, Find&& find,
   else get(kMax, &n, perf);
   for (int i = 0; i < n; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= max_ws)
-      return {static_cast<int>(perf[i].algo), perf[i].memory};
+      return {static_cast<int>(perf[i].algo), perf[i].memory, static_cast<int>(perf[i].mathType)};
   detail::fail("frost::", op, ": cuDNN offered no convolution algorithm that fits a ", max_ws, "-byte workspace");
 }
 

@@ -398,6 +398,7 @@ void CudaBackend<T>::conv2d(const Conv2dParams& p, const View<const T>& x, const
         },
         op);
     void* ws = cx.workspace_for(a.workspace, op);
+    d.use_math(a.math, op);
     const T one = 1, zero = 0;
     // Bias + ReLU (a plan's fused epilogue) inside cuDNN's convolution when it takes them.
     if (bias && act == UnaryOp::relu &&
@@ -442,6 +443,7 @@ void CudaBackend<T>::conv2d_grad_input(const Conv2dParams& p, const View<const T
         },
         op);
     void* ws = cx.workspace_for(a.workspace, op);
+    d.use_math(a.math, op);
     const T one = 1, zero = 0;
     FROST_CUDA(cudnnConvolutionBackwardData(cx.cudnn(op), &one, d.w, w.data, d.y, dy.data, d.conv,
                                             static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), ws, a.workspace, &zero,
@@ -490,6 +492,7 @@ void CudaBackend<T>::conv2d_grad_weight(const Conv2dParams& p, const View<const 
         },
         op);
     void* ws = cx.workspace_for(a.workspace, op);
+    d.use_math(a.math, op);
     const T one = 1, zero = 0;
     FROST_CUDA(cudnnConvolutionBackwardFilter(cx.cudnn(op), &one, d.x, xin, d.y, dy.data, d.conv,
                                               static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), ws, a.workspace,

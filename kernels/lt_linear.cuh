@@ -7,6 +7,7 @@
 #include <cublasLt.h>
 
 #include <cstdint>
+#include <utility>
 
 #include <frost/core/functors.hpp>
 
@@ -27,6 +28,14 @@ struct LtCall {
     if (op) cublasLtMatmulDescDestroy(op);
   }
 };
+
+/// The largest power of two up to 256 that p's address is a multiple of.
+inline std::uint32_t alignment_of(const void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::uint32_t align = 256;
+  while (align > 1 && a % align != 0) align /= 2;
+  return align;
+}
 
 /// Whether cuBLASLt's epilogues compute act: none, relu, gelu_tanh.
 inline bool lt_epilogue_takes(UnaryOp act) {
@@ -60,6 +69,20 @@ inline bool lt_linear(cublasLtHandle_t lt, cudaStream_t stream, void* workspace,
   FROST_CUDA(cublasLtMatmulPreferenceSetAttribute(c.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
                                                   sizeof workspace_bytes),
              op);
+  // The heuristic assumes 256-byte-aligned operands unless told otherwise;
+  // a plan's arena aligns its buffers to 64 bytes and a slot may start
+  // anywhere in one, so each operand's own alignment is declared.
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, const void*> operands[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, w},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, x},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, y},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, y}};
+  for (const auto& [attr, p] : operands) {
+    const std::uint32_t align = alignment_of(p);
+    FROST_CUDA(cublasLtMatmulPreferenceSetAttribute(c.pref, attr, &align, sizeof align), op);
+  }
+  // The epilogue reads the bias in 16-byte vectors: another one takes the plain path.
+  if (alignment_of(bias) < 16) return false;
   cublasLtMatmulHeuristicResult_t best{};
   int found = 0;
   if (cublasLtMatmulAlgoGetHeuristic(lt, c.op, c.a, c.b, c.d, c.d, c.pref, 1, &best, &found) != CUBLAS_STATUS_SUCCESS ||

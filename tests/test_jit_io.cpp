@@ -262,3 +262,44 @@ TEST_CASE("jit::Plan: allow_tf32 is kept by the plan, its file and refit; a bad 
                        Error);
   std::remove(path.c_str());
 }
+
+namespace {
+/// Linear layers over views a GEMM cannot read as they are: a row with a
+/// column stride, a broadcast row (strides {0, 1}); and one it can, a
+/// transposed input.
+struct StridedLinears : nn::Module {
+  nn::Linear fc = register_module("fc", nn::Linear(8, 3));
+  T forward(const T& x) {  // x [8, 4]
+    const T xt = x.t();    // [4, 8], strides {1, 4}: read as a transposed matrix
+    return fc(xt) + fc(xt.narrow(0, 1, 1)) + fc(xt.narrow(0, 3, 1).contiguous().expand({4, 8}));
+  }
+};
+}  // namespace
+
+TEST_CASE("jit: a linear over a strided or broadcast row equals eager (the trace copies it dense); the loader "
+          "rejects a linear input a GEMM cannot read") {
+  manual_seed(29);
+  auto model = nn::make<StridedLinears>();
+  const auto x = T::randn({8, 4});
+  for (bool quantized : {false, true}) {
+    auto plan = jit::freeze(model, {.quantize_linear = quantized}, x);
+    CHECK(close(plan.run(x), model(x), quantized ? 3e-2 : 1e-5));
+    int copies = 0, linears = 0;
+    for (const auto& s : plan.graph().steps) {
+      copies += s.kind == jit::StepKind::copy && s.note.find("made dense") != std::string::npos;
+      if (s.kind == jit::StepKind::linear || s.kind == jit::StepKind::quantized_linear) {
+        ++linears;
+        CHECK(jit::linear_input_ok(s.in[0]));
+      }
+    }
+    CHECK(linears == 3);
+    CHECK(copies == 2);  // the strided row and the broadcast one; the transposed input is read as it is
+  }
+  const auto path = temp_path("strided.frost");
+  jit::freeze(model, x).save(path);
+  CHECK(close(jit::Plan<float>::load(path).run(x), model(x)));
+  // The transposed input's columns overlapping (stride 2 < its 4 rows).
+  write_bytes(path, with_plan_json(path, [](std::string& j) { replace_first(j, "[4,8],[1,4]]", "[4,8],[1,2]]"); }));
+  CHECK_THROWS_WITH_AS(jit::Plan<float>::load(path), doctest::Contains("is neither rows nor a transposed matrix"), Error);
+  std::remove(path.c_str());
+}

@@ -4,7 +4,10 @@
 # nn layers, optimizer steps, ResearchModel training steps against the CPU
 # run, device moves, errors and memory counters), then the CUDA benchmark.
 # Usage: tests/gpu/check.sh LOG_DIR   (writes LOG_DIR/gpu_check.log, and
-# LOG_DIR/eager_vs_frozen_cuda.json when Google Benchmark is installed)
+# LOG_DIR/eager_vs_frozen_cuda.json when Google Benchmark is installed).
+# Time limits, in seconds: FROST_GPU_SUITE_SECONDS (300) for the suite,
+# FROST_GPU_RERUN_SECONDS (180) for rerunning its cases after a crash,
+# FROST_GPU_BENCH_SECONDS (240) for the benchmark.
 set -uo pipefail
 out=${1:?usage: tests/gpu/check.sh LOG_DIR}
 mkdir -p "$out"
@@ -39,9 +42,12 @@ status=0
   echo "== build (${targets[*]}, $jobs jobs)"
   time cmake --build "$build" -j"$jobs" --target "${targets[@]}" || exit 1
 
+  # Every run has a time limit: a hung case (a deadlock, a spin on a failed
+  # thread) must not take the device time the rest of the check needs.
+  # timeout's 124 (or 137 after its KILL) counts as a crash below.
   echo "== CUDA test suite"
   tests="$build"/frost_cuda_tests
-  "$tests" -ts=cuda --duration=true
+  timeout -k 10 "${FROST_GPU_SUITE_SECONDS:-300}" "$tests" -ts=cuda --duration=true
   rc=$?
   if ((rc != 0)); then
     status=1
@@ -51,8 +57,13 @@ status=0
       n=$("$tests" -ts=cuda --count | sed -n 's/.*passing the current filters: \([0-9]*\).*/\1/p')
       echo "== the suite ended with status $rc: its ${n:-?} cases one process each"
       crashed=()
+      deadline=$((SECONDS + ${FROST_GPU_RERUN_SECONDS:-180}))
       for ((i = 1; i <= ${n:-0}; i++)); do
-        "$tests" -ts=cuda --first=$i --last=$i --duration=true
+        if ((SECONDS >= deadline)); then
+          echo "== out of time for the reruns: cases $i to $n not run again"
+          break
+        fi
+        timeout -k 5 60 "$tests" -ts=cuda --first=$i --last=$i --duration=true
         case_rc=$?
         ((case_rc > 1)) && crashed+=("$i (status $case_rc)")
       done
@@ -62,7 +73,8 @@ status=0
 
   if [[ $bench == ON ]]; then
     echo "== CUDA benchmark"
-    "$build"/bench_eager_vs_frozen --device cuda --profile --json "$out/eager_vs_frozen_cuda.json" || status=1
+    timeout -k 10 "${FROST_GPU_BENCH_SECONDS:-240}" "$build"/bench_eager_vs_frozen --device cuda --profile \
+      --json "$out/eager_vs_frozen_cuda.json" || status=1
   fi
   echo "== GPU check finished: status $status"
   exit $status

@@ -182,6 +182,7 @@ TEST_CASE("cuda: a plan captures its CUDA Graph while another thread runs eager 
   const auto a_want = (a.matmul(a) + 1.0f).relu().sum(), k_want = frost::conv2d(x, k).sum();
   std::atomic<bool> stop{false};
   std::atomic<int> iterations{0};
+  std::atomic<bool> eager_ended{false};  // an eager error must not leave the wait below spinning
   std::string other;
   std::thread eager([&] {
     try {
@@ -194,8 +195,9 @@ TEST_CASE("cuda: a plan captures its CUDA Graph while another thread runs eager 
     } catch (const std::exception& e) {
       other += e.what();
     }
+    eager_ended = true;
   });
-  while (iterations == 0) std::this_thread::yield();
+  while (iterations == 0 && !eager_ended) std::this_thread::yield();
   std::string mine;
   try {
     for (int run = 0; run < 6; ++run)  // run 0 captures, the rest replay

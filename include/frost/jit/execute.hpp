@@ -81,8 +81,7 @@ void linear_block(const Step& s, Bases b, const T* xp, std::int64_t n0, std::int
   Backend<T>& be = backend_for<T>(Device::cpu());
   const Slot &x = s.in[0], &w = s.in[1], &y = s.out[0];
   const std::int64_t m = x.shape[0], k = x.shape[1], n = y.shape[1], nb = n1 - n0;
-  const bool ta = x.strides[1] != 1 && m > 1;
-  const std::int64_t lda = std::max<std::int64_t>(ta ? x.strides[1] : x.strides[0], 1);
+  const auto [ta, lda] = linear_gemm_input(x);
   T* yp = ptr<T>(y, b) + n0;
   if (s.in.size() > 3)  // the CPU's panels of W (whole rows unless they take parts: takes_parts)
     be.gemm_prepared(m, m, n, k, xp, lda, ptr<const T>(s.in[3], b), ptr<T>(y, b), n, n0, n1, 0, k);
@@ -361,8 +360,7 @@ void run_linear_device(Backend<T>& be, const Step& s, Bases b) {
               be.device().str());
   const Slot &x = s.in[0], &w = s.in[1], &bias = s.in[2], &y = s.out[0];
   const std::int64_t m = x.shape[0], k = x.shape[1], n = y.shape[1];
-  const bool ta = x.strides[1] != 1 && m > 1;
-  const std::int64_t lda = std::max<std::int64_t>(ta ? x.strides[1] : x.strides[0], 1);
+  const auto [ta, lda] = linear_gemm_input(x);
   be.linear(m, n, k, ptr<const T>(x, b), lda, ta, ptr<const T>(w, b), s.i0 ? n : w.strides[0], s.i0 != 0,
             ptr<const T>(bias, b), ptr<T>(y, b), static_cast<UnaryOp>(s.op));
 }

@@ -113,6 +113,30 @@ inline bool writes_over_input(const Step& s) {
          s.out[0].buf == s.in[0].buf;
 }
 
+/// How a linear step's GEMMs read its input x [m, k]: as rows (unit column
+/// stride, rows at least k apart; any row stride for one row) or, for m > 1,
+/// as the columns of a transposed matrix (unit row stride, columns at least
+/// m apart). The trace copies an input laid out otherwise (a broadcast row,
+/// a one-row view with a column stride) into a dense buffer first, and the
+/// loader rejects it.
+inline bool linear_input_ok(const Slot& x) {
+  if (x.shape.ndim() != 2 || x.strides.ndim() != 2) return false;
+  const std::int64_t m = x.shape[0], k = x.shape[1], s0 = x.strides[0], s1 = x.strides[1];
+  if (m <= 1) return s1 == 1 || k <= 1;
+  return (s1 == 1 && s0 >= k) || (s0 == 1 && s1 >= m);
+}
+/// x's GEMM arguments, for a linear_input_ok x: transposed, and the leading
+/// dimension (at least k for one row, as cuBLAS asks even then).
+struct LinearInput {
+  bool trans = false;
+  std::int64_t ld = 1;
+};
+inline LinearInput linear_gemm_input(const Slot& x) {
+  const std::int64_t m = x.shape[0], k = x.shape[1];
+  if (m > 1 && x.strides[1] != 1) return {true, x.strides[1]};
+  return {false, std::max<std::int64_t>({m > 1 ? x.strides[0] : k, k, 1})};
+}
+
 /// Name of the fused activation of a conv2d / linear step ("" for none).
 inline std::string act_name(int op) {
   return static_cast<UnaryOp>(op) == UnaryOp::copy ? std::string() : op_name(static_cast<UnaryOp>(op));

@@ -225,6 +225,8 @@ class Tracer final : public frost::detail::TraceHooks {
     s.op = static_cast<int>(UnaryOp::copy);
     s.p0 = kind == "dropout" ? r.p : r.eps;
     for (const auto& in : r.inputs) s.in.push_back(in.data ? read(in) : Slot{});
+    if (s.kind == StepKind::linear && !s.in.empty() && s.in[0].buf >= 0 && !linear_input_ok(s.in[0]))
+      s.in[0] = dense_copy(s.in[0], s.dtype, "a linear's input made dense (a GEMM cannot read its strides)");
     s.out.push_back(write(r.output));
     push(std::move(s));
   }
@@ -319,6 +321,22 @@ class Tracer final : public frost::detail::TraceHooks {
     }
     sl.buf = it->second;
     return sl;
+  }
+
+  /// A copy step from x into a fresh dense intermediate, which it returns.
+  Slot dense_copy(const Slot& x, DType d, const char* why) {
+    Buffer b;
+    b.dtype = d;
+    b.numel = x.numel();
+    Step c;
+    c.kind = StepKind::copy;
+    c.dtype = d;
+    c.in.push_back(x);
+    c.out.push_back(Slot{g_.add_buffer(std::move(b)), 0, x.shape, contiguous_strides(x.shape)});
+    c.note = why;
+    const Slot out = c.out[0];
+    push(std::move(c));
+    return out;
   }
 
   Graph g_;

@@ -156,7 +156,10 @@ struct Validator {
     }
     if (x.shape.ndim() != 2 || w.shape.ndim() != 2 || y.shape.ndim() != 2) invalid(source, k, "linear operands must be 2-D");
     const std::int64_t m = x.shape[0], kk = x.shape[1], n = y.shape[1];
-    if (y.shape[0] != m || !(x.strides[1] == 1 || x.strides[0] == 1 || m <= 1)) invalid(source, k, "linear input/output mismatch");
+    if (y.shape[0] != m) invalid(source, k, "linear input/output mismatch");
+    if (!linear_input_ok(x))
+      invalid(source, k, "a linear's input ", x.shape.str(), " with strides ", x.strides.str(),
+              " is neither rows nor a transposed matrix a GEMM reads");
     dense(w, s.i0 ? Shape{kk, n} : Shape{n, kk}, "the weight");
     dense(y, Shape{m, n}, "the output");
     if (s.in[2].buf >= 0 && (s.in[2].shape != Shape{n} || s.in[2].strides[0] != 1)) invalid(source, k, "the bias must be [", n, "]");
