@@ -2,6 +2,8 @@
 // models frozen against eager, and jit::compile across branches.
 #include <doctest/doctest.h>
 
+#include <functional>
+
 #include <cstdio>
 #include <filesystem>
 #include <frost/frost.hpp>
@@ -526,6 +528,31 @@ TEST_CASE("memory plan: one-row linears write over their input; the MLP's arena 
   big.steps[1].out[0].buf = big.steps[1].in[0].buf;
   offsets.assign(big.buffers.size(), 0);
   rejected(big);
+}
+
+TEST_CASE("memory plan: an elementwise step writes over its input only when it reads it through one window") {
+  // h + h.t() or h * h[0] written over h would read elements already overwritten.
+  const std::vector<std::function<T(const T&)>> fs = {
+      [](const T& x) { const T h = (x * 2.0f).tanh(); return h + h.t(); },
+      [](const T& x) { const T h = (x * 2.0f).tanh(); return h.t() * h; },
+      [](const T& x) { const T h = x.exp(); return (h * h.narrow(0, 0, 1).expand({h.shape()[0], h.shape()[1]})).tanh(); },
+      [](const T& x) { const T h = x.exp(); return h.narrow(0, h.shape()[0] - 1, 1).expand({h.shape()[0], h.shape()[1]}) - h; },
+  };
+  for (std::int64_t n : {1, 3, 9}) {
+    const T x = T::randn({n, n});
+    for (const auto& f : fs) {
+      auto plan = jit::freeze<float>(jit::trace(f, x));
+      CHECK(close(plan.run(x), f(x)));
+    }
+  }
+  // One window (h * h, the same view twice): still in place.
+  auto square = [](const T& x) { const T h = x.exp(); return (h * h).tanh(); };
+  jit::FreezeOptions unfused;
+  unfused.fuse_elementwise = false;
+  const T x = T::randn({4, 4});
+  auto plan = jit::freeze<float>(jit::trace(square, x), unfused);
+  CHECK(close(plan.run(x), square(x)));
+  CHECK(reported(plan, "2 written in place"));
 }
 
 TEST_CASE("freeze pass: elementwise chains become one fused kernel") {

@@ -83,7 +83,13 @@ inline int reuse_in_place(Graph& g) {
       // larger buffer that dies with it: y takes the front of that buffer.
       const bool fits = row ? s.in[i].offset == 0 && s.in[i].dense() && yb.numel <= xb.numel
                             : s.in[i].covers(xb.numel) && xb.numel == yb.numel;
-      if (xb.kind != BufferKind::intermediate || !fits || xb.dtype != yb.dtype || u.output[static_cast<std::size_t>(x)] ||
+      // Every other read of x in this step must be the same window: h + h.t()
+      // or h * h[0] (broadcast) written over h would read elements it has
+      // already overwritten.
+      const bool one_window = std::all_of(s.in.begin(), s.in.end(), [&](const Slot& o) {
+        return o.buf != x || (o.offset == s.in[i].offset && o.shape == s.in[i].shape && o.strides == s.in[i].strides);
+      });
+      if (xb.kind != BufferKind::intermediate || !fits || !one_window || xb.dtype != yb.dtype || u.output[static_cast<std::size_t>(x)] ||
           std::any_of(rd.begin(), rd.end(), later) || std::any_of(wr.begin(), wr.end(), later))
         continue;
       alias(g, y, x, k);
