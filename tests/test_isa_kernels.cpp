@@ -15,6 +15,7 @@
 #include <limits>
 #include <random>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <frost/backend/cpu/conv.hpp>
@@ -207,37 +208,49 @@ TEST_CASE("isa kernels: Winograd convolutions (F(2x2) and F(4x4), tiles packed o
   }
 }
 
+namespace {
+/// gemv_rows in T over W [n, k] and x with every third input zero, split in
+/// halves of outputs and of inputs, against the dense sum in double.
+template <class T>
+void check_gemv_rows(std::int64_t n, std::int64_t k, bool finite, std::mt19937& gen) {
+  auto x = normal<T>(sz(k), gen);
+  for (std::int64_t i = 0; i < k; i += 3) x[sz(i)] = 0;  // a third of the inputs zero, as after a ReLU
+  auto w = normal<T>(sz(n * k), gen, 0.1);
+  if (!finite) w[sz(k - 1)] = INFINITY;  // input k - 1 is zero: 0 * inf makes y[0] NaN, as eager
+  if (!finite) x[sz(k - 1)] = 0;
+  std::vector<T> rows(sz(cpu::gemv_rows_size<T>(n, k)));
+  cpu::gemv_rows_pack(w.data(), n, k, rows.data());
+  std::vector<T> y(sz(n), -1);
+  // Two halves of the outputs (the first a whole number of panels), two halves of the inputs.
+  const std::int64_t n0 = n / 2 / cpu::kGemvPanel * cpu::kGemvPanel, k0 = k / 2;
+  std::vector<T> part(sz(n), 0);
+  cpu::gemv_rows(n, k, x.data(), rows.data(), y.data(), 0, n0, 0, k0);
+  cpu::gemv_rows(n, k, x.data(), rows.data(), y.data(), n0, n, 0, k0);
+  cpu::gemv_rows(n, k, x.data(), rows.data(), part.data(), 0, n, k0, k);
+  const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
+  for (std::int64_t o = 0; o < n; ++o) {
+    double s = 0, a = 0;
+    for (std::int64_t i = 0; i < k; ++i) {
+      s += double(x[sz(i)]) * w[sz(o * k + i)];
+      a += std::abs(double(x[sz(i)]) * w[sz(o * k + i)]);
+    }
+    const double got = double(y[sz(o)]) + part[sz(o)];
+    if (std::isnan(s)) CHECK(std::isnan(got));
+    else CHECK(std::abs(got - s) <= tol * (a + 1e-6));
+  }
+}
+}  // namespace
+
 TEST_CASE("isa kernels: the batch-1 linear that skips zero inputs, against the dense sum; a non-finite weight reads them") {
   std::mt19937 gen(3);
-  for (auto [n, k] : {std::pair{1, 1}, {17, 40}, {300, 1000}, {512, 2100}}) {
-    CAPTURE(n);
-    CAPTURE(k);
-    auto x = normal<float>(sz(k), gen);
-    for (std::int64_t i = 0; i < k; i += 3) x[sz(i)] = 0;  // a third of the inputs zero, as after a ReLU
-    auto w = normal<float>(sz(n * k), gen, 0.1);
+  // Input counts around the 16-input masks and the 1024-input chunks; output
+  // counts that end inside a vector, a group of 256 floats (128 doubles).
+  for (auto [n, k] : {std::pair{1, 1}, {17, 40}, {96, 64}, {97, 1025}, {300, 1000}, {512, 2100}})
     for (bool finite : {true, false}) {
+      CAPTURE(n);
+      CAPTURE(k);
       CAPTURE(finite);
-      if (!finite) w[sz(k - 1)] = INFINITY;  // input k - 1 is zero: 0 * inf makes y[0] NaN, as eager
-      if (!finite) x[sz(k - 1)] = 0;
-      std::vector<float> rows(sz(cpu::gemv_rows_size<float>(n, k)));
-      cpu::gemv_rows_pack(w.data(), n, k, rows.data());
-      std::vector<float> y(sz(n), -1);
-      // Two halves of the outputs (the first a whole number of panels), two halves of the inputs.
-      const std::int64_t n0 = n / 2 / cpu::kGemvPanel * cpu::kGemvPanel, k0 = k / 2;
-      std::vector<float> part(sz(n), 0);
-      cpu::gemv_rows(n, k, x.data(), rows.data(), y.data(), 0, n0, 0, k0);
-      cpu::gemv_rows(n, k, x.data(), rows.data(), y.data(), n0, n, 0, k0);
-      cpu::gemv_rows(n, k, x.data(), rows.data(), part.data(), 0, n, k0, k);
-      for (std::int64_t o = 0; o < n; ++o) {
-        double s = 0, a = 0;
-        for (std::int64_t i = 0; i < k; ++i) {
-          s += double(x[sz(i)]) * w[sz(o * k + i)];
-          a += std::abs(double(x[sz(i)]) * w[sz(o * k + i)]);
-        }
-        const double got = double(y[sz(o)]) + part[sz(o)];
-        if (std::isnan(s)) CHECK(std::isnan(got));
-        else CHECK(std::abs(got - s) <= 1e-5 * (a + 1e-6));
-      }
+      check_gemv_rows<float>(n, k, finite, gen);
+      check_gemv_rows<double>(n, k, finite, gen);
     }
-  }
 }

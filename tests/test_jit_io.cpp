@@ -303,3 +303,38 @@ TEST_CASE("jit: a linear over a strided or broadcast row equals eager (the trace
   CHECK_THROWS_WITH_AS(jit::Plan<float>::load(path), doctest::Contains("is neither rows nor a transposed matrix"), Error);
   std::remove(path.c_str());
 }
+
+TEST_CASE("jit::Plan::save / load: max over a dim, a non-finite constant, softmax over a dim of 1 and scatter_add "
+          "with a larger src load back and equal eager; a gather index past its input is rejected") {
+  manual_seed(31);
+  // Created during the trace (as constants of the plan), not captured.
+  const auto idx = [] { return IndexTensor::from({0, 2, 1, 0, 2, 2}, {2, 3}); };
+  const auto src = [] { return T::arange(12).reshape({3, 4}); };  // larger than the index, as PyTorch allows
+  const std::vector<std::pair<std::string, std::function<T(const T&)>>> fs = {
+      {"max", [](const T& x) { return x.max(1).values + x.min(1, true).values.squeeze(1); }},
+      {"logsumexp", [](const T& x) { return x.logsumexp({1}); }},  // masks its infinite maximum: an inf constant
+      {"softmax", [](const T& x) { return x.narrow(0, 0, 1).softmax(0) + x.narrow(0, 1, 1).log_softmax(0); }},
+      {"scatter_add", [&](const T& x) { return x.scatter_add(1, idx(), src()); }},
+  };
+  const auto x = T::randn({2, 5});
+  const auto path = temp_path("reductions.frost");
+  for (const auto& [name, f] : fs) {
+    INFO(name);
+    auto plan = jit::freeze<float>(jit::trace(f, x));
+    plan.save(path);
+    if (name == "logsumexp")  // JSON has no inf: written as a string
+      CHECK(SafetensorsFile::open(path).metadata().at("frost.plan").find("\"inf\"") != std::string::npos);
+    auto loaded = jit::Plan<float>::load(path);
+    CHECK(close(loaded.run(x), f(x)));
+    CHECK(close(loaded.run(x), plan.run(x), 0));
+  }
+  // A gather whose index reaches past its input in a dim it does not index:
+  // the input's window edited from rows 0-1 of x to row 0 alone.
+  auto gather = [&](const T& x) { return x.narrow(0, 0, 2).gather(1, idx()); };
+  const auto x3 = T::randn({3, 5});
+  jit::freeze<float>(jit::trace(gather, x3)).save(path);
+  CHECK(close(jit::Plan<float>::load(path).run(x3), gather(x3)));
+  write_bytes(path, with_plan_json(path, [](std::string& j) { replace_first(j, "[2,5],[5,1]]", "[1,5],[5,1]]"); }));
+  CHECK_THROWS_WITH_AS(jit::Plan<float>::load(path), doctest::Contains("exceeds the input [1, 5] at dim 0"), Error);
+  std::remove(path.c_str());
+}

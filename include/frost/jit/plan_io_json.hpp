@@ -4,6 +4,9 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <limits>
+
 #include "plan_io.hpp"
 
 namespace frost::jit::detail {
@@ -15,6 +18,14 @@ using nlohmann::json;
 inline json slot(const Slot& s) {
   return json::array({s.buf, s.offset, std::vector<std::int64_t>(s.shape.begin(), s.shape.end()),
                       std::vector<std::int64_t>(s.strides.begin(), s.strides.end())});
+}
+
+/// A double as JSON: JSON has no inf or NaN (nlohmann writes them as null),
+/// so those are written as the strings "inf", "-inf" and "nan".
+inline json number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
 }
 
 inline std::string hex(const std::vector<unsigned char>& v) {
@@ -47,7 +58,13 @@ struct Reader {
     return x;
   }
   double f64(const json& v, const char* what) const {
-    if (!v.is_number()) bad("'", what, "' must be a number");
+    if (v.is_string()) {  // the non-finite values, as number() writes them
+      const auto& t = v.get_ref<const std::string&>();
+      if (t == "inf") return std::numeric_limits<double>::infinity();
+      if (t == "-inf") return -std::numeric_limits<double>::infinity();
+      if (t == "nan") return std::numeric_limits<double>::quiet_NaN();
+    }
+    if (!v.is_number()) bad("'", what, "' must be a number (or \"inf\", \"-inf\", \"nan\")");
     return v.get<double>();
   }
   bool boolean(const json& v, const char* what) const {
@@ -111,13 +128,13 @@ FROST_PLAN_IO_INLINE std::string plan_to_json(const PlanParts& p) {
     json in = json::array(), out = json::array(), prog = json::array();
     for (const auto& x : s.in) in.push_back(slot(x));
     for (const auto& x : s.out) out.push_back(slot(x));
-    for (const auto& e : s.program) prog.push_back(json::array({e.binary, e.op, e.a, e.b, e.dst, e.p0, e.p1}));
+    for (const auto& e : s.program) prog.push_back(json::array({e.binary, e.op, e.a, e.b, e.dst, plan_json::number(e.p0), plan_json::number(e.p1)}));
     const auto& a = s.gemm;
     const auto& c = s.conv;
     const auto& q = s.pool;
     steps.push_back({{"kind", static_cast<int>(s.kind)}, {"dtype", static_cast<int>(s.dtype)}, {"in", in}, {"out", out},
-                     {"op", s.op}, {"p0", s.p0}, {"p1", s.p1}, {"i0", s.i0}, {"seed", s.seed}, {"rng_offset", s.rng_offset},
-                     {"gemm", json::array({a.trans_a, a.trans_b, a.m, a.n, a.k, a.lda, a.sa, a.ldb, a.sb, a.ldc, a.sc, a.batch, a.alpha, a.beta})},
+                     {"op", s.op}, {"p0", plan_json::number(s.p0)}, {"p1", plan_json::number(s.p1)}, {"i0", s.i0}, {"seed", s.seed}, {"rng_offset", s.rng_offset},
+                     {"gemm", json::array({a.trans_a, a.trans_b, a.m, a.n, a.k, a.lda, a.sa, a.ldb, a.sb, a.ldc, a.sc, a.batch, plan_json::number(a.alpha), plan_json::number(a.beta)})},
                      {"conv", json::array({c.batch, c.in_channels, c.in_h, c.in_w, c.out_channels, c.kernel_h, c.kernel_w, c.out_h, c.out_w,
                                            c.stride_h, c.stride_w, c.pad_h, c.pad_w, c.dilation_h, c.dilation_w, c.groups})},
                      {"pool", json::array({q.batch, q.channels, q.in_h, q.in_w, q.out_h, q.out_w, q.kernel_h, q.kernel_w, q.stride_h,

@@ -59,6 +59,12 @@ struct Validator {
   void same(const Shape& a, const Shape& b) const {
     if (a != b) invalid(source, k, "shapes ", a.str(), " and ", b.str(), " must match");
   }
+  /// idx has a's rank and fits inside a in every dim but `dim` (the indexed one).
+  void within(const Shape& idx, const Shape& a, int dim, const char* what, const char* of) const {
+    if (idx.ndim() != a.ndim()) invalid(source, k, what, " ", idx.str(), " must have the ", of, "'s rank (", a.str(), ")");
+    for (int d = 0; d < a.ndim(); ++d)
+      if (d != dim && idx[d] > a[d]) invalid(source, k, what, " ", idx.str(), " exceeds the ", of, " ", a.str(), " at dim ", d);
+  }
   void count(const Step& s, std::size_t n_in, std::size_t n_out) const {
     if (s.in.size() != n_in || s.out.size() != n_out)
       invalid(source, k, step_kind_name(s.kind), " takes ", n_in, " inputs and ", n_out, " outputs, got ", s.in.size(),
@@ -270,13 +276,20 @@ struct Validator {
       case StepKind::arg_reduce: {
         count(s, 1, 2), slot(s.in[0], dt), slot(s.out[0], dt), slot(s.out[1], I64);
         if (s.in[0].shape.ndim() < 1) invalid(source, k, "arg_reduce needs at least one dim");
+        // The outputs are the input's leading dims, with or without the
+        // reduced dim kept as 1 (the eager op records them kept).
         const Shape lead = leading(s.in[0].shape, s.in[0].shape.ndim() - 1);
-        same(lead, s.out[0].shape), same(lead, s.out[1].shape);
+        Shape kept = lead;
+        kept.push_back(1);
+        for (const Slot* o : {&s.out[0], &s.out[1]})
+          if (o->shape != kept) same(lead, o->shape);
         break;
       }
       case StepKind::softmax:
         count(s, 1, 1), slot(s.in[0], dt), slot(s.out[0], dt), same(s.in[0].shape, s.out[0].shape);
-        if (s.in[0].shape.ndim() < 1 || (s.in[0].numel() > 0 && (s.in[0].strides.back() != 1 || s.out[0].strides.back() != 1)))
+        // (A last dim of 1 reads one element: any stride will do.)
+        if (s.in[0].shape.ndim() < 1 ||
+            (s.in[0].numel() > 0 && s.in[0].shape.back() > 1 && (s.in[0].strides.back() != 1 || s.out[0].strides.back() != 1)))
           invalid(source, k, "softmax needs a contiguous last dim");
         break;
       case StepKind::gemm: for (const auto& x : s.in) slot(x, dt);
@@ -297,12 +310,14 @@ struct Validator {
           same(want, y.shape);
         } else if (s.kind == StepKind::gather) {
           same(idx.shape, y.shape);
-          if (x.shape.ndim() != idx.shape.ndim()) invalid(source, k, "gather's index must have the input's rank");
+          within(idx.shape, x.shape, static_cast<int>(s.i0), "gather's index", "input");
         } else {
-          same(x.shape, y.shape), same(idx.shape, s.in[2].shape);
+          same(x.shape, y.shape);
           if (s.in[0].buf != y.buf || s.in[0].offset != y.offset || s.in[0].strides != y.strides)
             invalid(source, k, "scatter_add accumulates in place");
-          if (x.shape.ndim() != idx.shape.ndim()) invalid(source, k, "scatter_add's index must have the output's rank");
+          within(idx.shape, x.shape, static_cast<int>(s.i0), "scatter_add's index", "output");
+          // src may be larger than the index (as in PyTorch): only the index's extent is read.
+          within(idx.shape, s.in[2].shape, -1, "scatter_add's index", "src");
         }
         break;
       }
