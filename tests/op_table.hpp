@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -739,6 +740,8 @@ inline bool second_derivatives_match(const Row& r) {
 /// trace), frozen with every pass, and run on the traced values and, when
 /// the plan has no guards, on the same values in reverse order (the row's
 /// domain is kept); within 1e-5 of eager, relative to eager's magnitude.
+/// The plan is also saved and loaded back: the loaded plan (checked by the
+/// loader's validator) must give exactly the plan's values.
 inline std::string frozen_problems(const Row& r) {
   const Prepared p = prepare(r);
   auto f = [&](const std::vector<TF>& xs) { return r.ff(views(r, xs)); };
@@ -768,6 +771,19 @@ inline std::string frozen_problems(const Row& r) {
     if (!(worst <= 1e-5 * scale)) out += std::string(what) + ": max |frozen - eager| " + std::to_string(worst) + "; ";
   };
   compare(b, "traced inputs");
+  {
+    const auto path = test::temp_path("op_row.frost");
+    plan.save(path);
+    struct Remove {
+      const std::string& path;
+      ~Remove() { std::remove(path.c_str()); }
+    } remove{path};
+    const auto loaded = jit::Plan<float>::load(path);
+    const auto a = plan.run_all(b)[0].to_vector(), z = loaded.run_all(b)[0].to_vector();
+    bool same = a.size() == z.size();
+    for (std::size_t i = 0; same && i < a.size(); ++i) same = a[i] == z[i] || (std::isnan(a[i]) && std::isnan(z[i]));
+    if (!same) out += "the loaded plan differs from the plan; ";
+  }
   if (plan.graph().guards.empty()) {
     std::vector<TF> rev;
     for (const auto& x : b) {
