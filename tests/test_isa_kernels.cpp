@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -25,6 +26,50 @@
 #include "quantized_reference.hpp"
 
 using namespace frost;
+
+namespace {
+
+// The instruction set this build was made for that this CPU lacks (nullptr
+// when it has them all): the frost_isa_* builds run wherever the suite does,
+// and a CPU without AVX-VNNI (AMD before Zen 5, for one) skips that build's
+// cases instead of dying of SIGILL in them.
+const char* missing_isa() {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  __builtin_cpu_init();
+#define FROST_TEST_NEEDS(feature) \
+  if (!__builtin_cpu_supports(feature)) return feature;
+#if defined(__AVX512F__)
+  FROST_TEST_NEEDS("avx512f")
+#endif
+#if defined(__AVX512BW__)
+  FROST_TEST_NEEDS("avx512bw")
+#endif
+#if defined(__AVX512VNNI__)
+  FROST_TEST_NEEDS("avx512vnni")
+#endif
+#if defined(__AVXVNNI__)
+  FROST_TEST_NEEDS("avxvnni")
+#endif
+#if defined(__AVX2__)
+  FROST_TEST_NEEDS("avx2")
+#endif
+#if defined(__FMA__)
+  FROST_TEST_NEEDS("fma")
+#endif
+#undef FROST_TEST_NEEDS
+#endif
+  return nullptr;
+}
+
+}  // namespace
+
+// Opens each case: the rest of it runs only where the CPU has this build's ISA.
+#define SKIP_WITHOUT_BUILD_ISA()                                                                  \
+  if (const char* isa = missing_isa()) {                                                          \
+    MESSAGE("skipped: this CPU lacks ", std::string(isa), ", which this build's kernels use");                 \
+    return;                                                                                       \
+  }
+
 using frost_test::quantized_kernel;
 using frost_test::quantized_reference;
 using frost_test::same;
@@ -96,6 +141,7 @@ Conv2dParams conv3x3(std::int64_t batch, std::int64_t cin, std::int64_t cout, st
 }  // namespace
 
 TEST_CASE("isa kernels: int8 linear, exactly the documented formulas (shapes, strides, bias, relu, edge rows)") {
+  SKIP_WITHOUT_BUILD_ISA();
   std::mt19937 gen(61);
   for (auto [m, n, k] : {std::tuple{1, 1, 1}, {1, 5, 63}, {3, 4, 64}, {4, 7, 65}, {5, 8, 200}, {9, 10, 130},
                          {17, 3, 784}, {6, 40, 300}}) {
@@ -149,6 +195,7 @@ TEST_CASE("isa kernels: int8 linear, exactly the documented formulas (shapes, st
 }
 
 TEST_CASE("isa kernels: Winograd convolutions (F(2x2) and F(4x4), tiles packed or not, prepared, pooled) against direct sums") {
+  SKIP_WITHOUT_BUILD_ISA();
   std::mt19937 gen(7);
   // F(4x4) with 4x4 tiles packed 16 at a time (16x16 and 13x70 outputs) and
   // unpacked (70x70: more tiles than the packer holds); F(2x2) (9x11, one
@@ -242,6 +289,7 @@ void check_gemv_rows(std::int64_t n, std::int64_t k, bool finite, std::mt19937& 
 }  // namespace
 
 TEST_CASE("isa kernels: the batch-1 linear that skips zero inputs, against the dense sum; a non-finite weight reads them") {
+  SKIP_WITHOUT_BUILD_ISA();
   std::mt19937 gen(3);
   // Input counts around the 16-input masks and the 1024-input chunks; output
   // counts that end inside a vector, a group of 256 floats (128 doubles).

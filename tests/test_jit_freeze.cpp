@@ -555,6 +555,109 @@ TEST_CASE("memory plan: an elementwise step writes over its input only when it r
   CHECK(reported(plan, "2 written in place"));
 }
 
+TEST_CASE("freeze passes: a weight that is a window of a larger parameter (W[2:6]) is folded, packed, prepared "
+          "and quantized alone, not as its whole buffer nor shared with W") {
+  namespace F = nn::functional;
+  manual_seed(33);
+  // Batch norm / a constant scale folded into a linear or conv over rows
+  // 2..5 of W (a window at an offset: the fold reads that window only).
+  struct LinearScale : nn::Module {
+    T W = register_parameter("W", T::randn({8, 6}));
+    T s = register_buffer("s", T::randn({4}));
+    T forward(const T& x) { return F::linear(x, W.narrow(0, 2, 4)) * s; }
+  };
+  struct ConvNorm : nn::Module {
+    T W = register_parameter("W", T::randn({8, 3, 3, 3}));
+    nn::BatchNorm2d bn = register_module("bn", nn::BatchNorm2d(4));
+    T forward(const T& x) { return bn(conv2d(x, W.narrow(0, 2, 4), T(), {.padding = 1})); }
+  };
+  // Two convolutions (Winograd-prepared) and two linears (packed [K, N]:
+  // a transposed input is not prepared) over W and a window of W starting
+  // at `first`, each order; eager gives zeros. (No constant scale: it would
+  // fold into a weight copy.)
+  struct SharedConv : nn::Module {
+    bool narrow_first = false;
+    std::int64_t first = 0;
+    T W = register_parameter("W", T::randn({32, 16, 3, 3}));
+    T forward(const T& x) {
+      auto part = [&] { return conv2d(x, W.narrow(0, first, 16), T(), {.padding = 1}); };
+      auto whole = [&] { return conv2d(x, W, T(), {.padding = 1}).narrow(1, first, 16); };
+      if (narrow_first) {
+        const T a = part();
+        return a - whole();
+      }
+      const T b = whole();
+      return part() - b;
+    }
+  };
+  struct SharedLinear : nn::Module {
+    bool narrow_first = false;
+    std::int64_t first = 0;
+    T W = register_parameter("W", T::randn({8, 6}));
+    T forward(const T& x) {
+      const T xt = x.t();
+      auto part = [&] { return F::linear(xt, W.narrow(0, first, 4)); };
+      auto whole = [&] { return F::linear(xt, W).narrow(1, first, 4); };
+      if (narrow_first) {
+        const T a = part();
+        return a - whole();
+      }
+      const T b = whole();
+      return part() - b;
+    }
+  };
+  // int8 linears: a window's channels keep their own per-channel scales, so
+  // W[2:6]'s int8 rows are W's rows 2..5 and the two products agree exactly.
+  struct QuantizedWindow : nn::Module {
+    T W = register_parameter("W", T::randn({8, 64}));
+    T forward(const T& x) { return F::linear(x, W.narrow(0, 2, 4)) - F::linear(x, W).narrow(1, 2, 4); }
+  };
+  // tol: against eager's zeros, of outputs near 1 (SharedConv's are near 12,
+  // and a window at an offset takes the direct convolution while W takes
+  // Winograd: 1e-5 of 12 apart; a wrong window would be 10 apart).
+  auto check = [](auto& m, const T& x, const jit::FreezeOptions& opt = {}, double tol = 1e-4) {
+    CAPTURE(m->type_name());
+    T eager;
+    {
+      InferenceMode im;
+      eager = m(x);
+    }
+    auto plan = jit::freeze(m, opt, x);
+    CHECK(close(plan.run(x), eager, tol));
+    CHECK(close(saved_and_loaded(plan).run(x), eager, tol));
+    return plan;
+  };
+  {
+    auto m = nn::make<LinearScale>();
+    check(m, T::randn({2, 6}));
+  }
+  {
+    auto m = nn::make<ConvNorm>();
+    warm_batch_norm(m, Shape{2, 3, 6, 6});
+    CHECK(reported(check(m, T::randn({2, 3, 6, 6})), "batch norm folding: 1 folded"));
+  }
+  for (bool narrow_first : {false, true})
+    for (std::int64_t first : {0, 16}) {
+      CAPTURE(narrow_first);
+      CAPTURE(first);
+      auto conv = nn::make<SharedConv>();
+      conv->narrow_first = narrow_first;
+      conv->first = first;
+      check(conv, T::randn({1, 16, 12, 12}), {}, 2e-3);
+      auto lin = nn::make<SharedLinear>();
+      lin->narrow_first = narrow_first;
+      lin->first = first / 4;
+      check(lin, T::randn({6, 16}));
+    }
+  {
+    auto m = nn::make<QuantizedWindow>();
+    for (std::int64_t batch : {1, 5}) {
+      CAPTURE(batch);
+      CHECK(reported(check(m, T::randn({batch, 64}), {.quantize_linear = true}), "dynamic int8 quantization: 2 linear"));
+    }
+  }
+}
+
 TEST_CASE("freeze pass: elementwise chains become one fused kernel") {
   auto f = [](const T& a, const T& b) { return ((a * b + 1.0f).tanh() - a).relu(); };
   const auto a = T::randn({3, 70}), b = T::randn({3, 70});
@@ -567,7 +670,7 @@ TEST_CASE("freeze pass: elementwise chains become one fused kernel") {
   CHECK(close(plan.run_all({a2, b2})[0], f(a2, b2)));
 }
 
-TEST_CASE("freeze pass: constant subgraphs run once at freeze time, in double") {
+TEST_CASE("freeze pass: constant subgraphs run once at freeze time, in their own dtype (eager's values)") {
   // (w * w).sum() depends on constants only; x * it does not.
   struct M : nn::Module {
     T w = register_parameter("w", T::full({3}, 0.1f));
@@ -576,9 +679,19 @@ TEST_CASE("freeze pass: constant subgraphs run once at freeze time, in double") 
   auto m = nn::make<M>();
   const auto x = T::randn({3});
   auto plan = jit::freeze(m, x);
-  CHECK(reported(plan, "constant folding: 3 steps evaluated in double"));
+  CHECK(reported(plan, "constant folding: 3 steps evaluated at freeze time"));
   CHECK(plan.graph().steps.size() == 1);
   CHECK(close(plan.run(x), m(x)));
+  // Masks from constants: in double, 3 * 0.1f < 0.3f and v == v * 3 / 3
+  // differ from float's answers (a folded mask off by a whole element).
+  auto masks = [](const T& x) {
+    const T v = T::arange(0, 10) * 0.1f;
+    return x * (v < 0.3f) + x * 2.0f * (v == v * 3.0f / 3.0f);
+  };
+  const auto ones = T::ones({10});
+  auto mp = jit::freeze<float>(jit::trace(masks, ones));
+  CHECK(mp.graph().steps.size() <= 2);
+  CHECK(close(mp.run(ones), masks(ones), 0));
 }
 
 TEST_CASE("freeze pass: dead code and dropout go away") {

@@ -10,6 +10,7 @@
 #include "passes/quantize.hpp"
 #include "plan.hpp"
 #include "trace.hpp"
+#include "validate.hpp"
 
 namespace frost::jit {
 
@@ -39,6 +40,11 @@ Plan<T> freeze(Graph g, const FreezeOptions& opt) {
   passes::eliminate_dead_code(st);
   passes::materialize_outputs(st);
   const auto mp = passes::plan_memory(st);
+  // The loader's checks, on every plan made here too: a pass that left a
+  // window past its buffer or a layout a kernel cannot read is a frost bug,
+  // better an Error now than a wrong answer (or a plan that fails to load).
+  detail::validate_plan(st.g, mp.offset, mp.arena_bytes,
+                        "frost::jit::freeze: the frozen plan fails its own checks (a frost bug; please report it)");
   return Plan<T>(std::move(st), mp, std::move(source), opt);
 }
 

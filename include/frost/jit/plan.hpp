@@ -148,7 +148,7 @@ class Plan {
     detail::PlanParts p = detail::plan_from_json(get("frost.plan"), f);
     FROST_CHECK(p.g.dtype == dtype_of<T>(), "frost::jit::Plan::load: ", f.source(), ": the plan is for ",
                 dtype_name(p.g.dtype), " tensors, not ", dtype_name<T>());
-    detail::validate_plan(p.g, p.offsets, p.arena_bytes, f.source());
+    detail::validate_plan(p.g, p.offsets, p.arena_bytes, "frost::jit::Plan::load: " + f.source());
     detail::make_prepared<T>(p.g);  // never saved: this build's form
     Plan plan;
     plan.g_ = std::move(p.g);
@@ -737,7 +737,8 @@ class Plan {
     detail::PlanParts p = detail::plan_from_json(json, f, "source.");
     // The traced graph is only frozen again (constant folding runs its
     // constant steps), so it is checked like a plan, in its traced form.
-    detail::validate_plan(p.g, p.offsets, p.arena_bytes, f.source() + " (traced graph)", /*traced=*/true);
+    detail::validate_plan(p.g, p.offsets, p.arena_bytes, "frost::jit::Plan::load: " + f.source() + " (traced graph)",
+                          /*traced=*/true);
     return std::move(p.g);
   }
 

@@ -13,7 +13,7 @@ namespace frost::jit::detail {
 
 template <class... A>
 [[noreturn]] void invalid(const std::string& source, std::size_t step, const A&... parts) {
-  frost::detail::fail("frost::jit::Plan::load: ", source, ": step ", step, ": ", parts...);
+  frost::detail::fail(source, ": step ", step, ": ", parts...);
 }
 
 struct Validator {
@@ -418,10 +418,11 @@ struct Validator {
   }
 };
 
-/// Throws frost::Error naming the first unsafe part of `g` (with arena offsets `offsets`).
+/// Throws frost::Error naming the first unsafe part of `g` (with arena
+/// offsets `offsets`); `source` opens the message ("frost::jit::Plan::load: <file>").
 inline void validate_plan(const Graph& g, const std::vector<std::int64_t>& offsets, std::int64_t arena_bytes,
                           const std::string& source, bool traced = false) {
-  auto bad = [&](const auto&... parts) { frost::detail::fail("frost::jit::Plan::load: ", source, ": ", parts...); };
+  auto bad = [&](const auto&... parts) { frost::detail::fail(source, ": ", parts...); };
   if (arena_bytes < 0 || arena_bytes > kMaxPlanElements) bad("arena size ", arena_bytes, " is out of range");
   if (offsets.size() != g.buffers.size()) bad("the memory plan covers ", offsets.size(), " of ", g.buffers.size(), " buffers");
   if (g.inputs.size() != g.input_shapes.size()) bad("inputs and their shapes disagree");

@@ -1,6 +1,6 @@
 // What every freeze pass shares: the graph being rewritten, exact (double)
-// copies of constants that folding produced, the report lines summary()
-// prints, and use/def queries over buffers.
+// copies of the constants that the affine folding and weight packing made,
+// the report lines summary() prints, and use/def queries over buffers.
 #pragma once
 #include <algorithm>
 #include <cstring>
@@ -15,8 +15,9 @@ namespace frost::jit {
 
 struct FreezeState {
   Graph g;
-  /// Double values of float constants computed by passes (folding works in
-  /// double and casts back once, so folded weights carry one rounding).
+  /// Double values of float constants computed by passes (batch norm and
+  /// per-channel scales fold into weights in double and are cast back once,
+  /// so folded weights carry one rounding).
   std::map<int, std::vector<double>> exact;
   std::vector<std::string> report;
 };

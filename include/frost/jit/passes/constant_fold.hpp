@@ -1,7 +1,7 @@
 // Freeze passes that turn what the trace saw into constants: the module's
 // parameters become plan-owned copies, and every step whose inputs are all
-// constants (batch norm's rsqrt(var + eps) * weight, a mask built from
-// arange, ...) runs once now, in double, its results cast back once.
+// constants (a scale computed from parameters, a mask built from arange,
+// ...) runs once now, in its own dtype, so that it gives eager's values.
 // Guards on constants that hold are dropped.
 #pragma once
 #include "common.hpp"
@@ -28,7 +28,7 @@ inline bool foldable_kind(StepKind k) {
          k != StepKind::linear;
 }
 
-/// Steps whose inputs are all constants run now in double; their outputs become constants.
+/// Steps whose inputs are all constants run now; their outputs become constants.
 inline void fold_constants(FreezeState& st) {
   Graph& g = st.g;
   const std::size_t nb = g.buffers.size();
@@ -56,21 +56,17 @@ inline void fold_constants(FreezeState& st) {
       }
     }
   }
-  // Evaluate in double: every buffer involved gets an 8-byte-per-element shadow.
+  // Evaluate in each step's own dtype, as eager did: in double, a mask like
+  // arange(10) * 0.1f < 0.3f or v == v * 3 / 3 comes out otherwise (3 * 0.1f
+  // is 0.3f in float, not in double), and a discrete step turns that ulp
+  // into a different answer. Every buffer involved gets a shadow.
   std::map<int, std::vector<unsigned char>> shadow;
   auto shadow_of = [&](int b) -> void* {
     auto it = shadow.find(b);
     if (it != shadow.end()) return it->second.data();
     const Buffer& buf = g.buffers[static_cast<std::size_t>(b)];
-    std::vector<unsigned char> bytes(static_cast<std::size_t>(buf.numel) * 8);
-    if (buf.kind == BufferKind::constant) {
-      if (buf.dtype == DType::int64) {
-        std::memcpy(bytes.data(), buf.data->data, bytes.size());
-      } else {
-        const auto v = constant_values(st, b);
-        std::memcpy(bytes.data(), v.data(), bytes.size());
-      }
-    }
+    std::vector<unsigned char> bytes(static_cast<std::size_t>(buf.numel) * detail::dtype_size(buf.dtype));
+    if (buf.kind == BufferKind::constant && !bytes.empty()) std::memcpy(bytes.data(), buf.data->data, bytes.size());
     return shadow.emplace(b, std::move(bytes)).first->second.data();
   };
   std::vector<void*> bases(nb, nullptr);
@@ -83,7 +79,6 @@ inline void fold_constants(FreezeState& st) {
     for (const auto* list : {&s.in, &s.out})
       for (const auto& x : *list)
         if (x.buf >= 0) bases[static_cast<std::size_t>(x.buf)] = shadow_of(x.buf);
-    if (s.dtype == DType::float32) s.dtype = DType::float64;
     detail::run_step(s, bases.data());
     for (const auto& o : s.out)
       if (o.buf >= 0) made.push_back(o.buf);
@@ -97,17 +92,10 @@ inline void fold_constants(FreezeState& st) {
     buf.name = "folded" + std::to_string(b);
     buf.data = StorageImpl::cpu(static_cast<std::size_t>(buf.numel) * detail::dtype_size(buf.dtype));
     const auto& sh = shadow[b];
-    if (buf.dtype == DType::float32) {
-      const double* d = reinterpret_cast<const double*>(sh.data());
-      for (std::int64_t i = 0; i < buf.numel; ++i) static_cast<float*>(buf.data->data)[i] = static_cast<float>(d[i]);
-      st.exact[b].assign(d, d + buf.numel);
-    } else {
-      std::memcpy(buf.data->data, sh.data(), sh.size());
-      if (buf.dtype == DType::float64) st.exact[b].assign(reinterpret_cast<const double*>(sh.data()), reinterpret_cast<const double*>(sh.data()) + buf.numel);
-    }
+    if (!sh.empty()) std::memcpy(buf.data->data, sh.data(), sh.size());
   }
   erase_steps(g, dead);
-  st.report.push_back("constant folding: " + std::to_string(n) + " steps evaluated in double");
+  st.report.push_back("constant folding: " + std::to_string(n) + " steps evaluated at freeze time");
 }
 
 /// Whether the values `s` sees in `data` satisfy guard `gd` (no allocation: plans call it on every run).
@@ -143,7 +131,8 @@ inline void resolve_constant_guards(FreezeState& st) {
     const Guard& gd = g.guards[static_cast<std::size_t>(s.guard)];
     if (gd.how != frost::detail::HostRead::condition) {
       // The host read these values in the eager run and the code after it
-      // used them: keep exactly those (folding in double may differ by an ulp).
+      // used them: keep exactly those (a kernel summing in another order may
+      // differ by an ulp).
       const std::size_t es = detail::dtype_size(b.dtype);
       const auto offs = element_offsets(s.in[0]);
       for (std::size_t i = 0; i < offs.size() && (i + 1) * es <= gd.expected.size(); ++i)

@@ -16,7 +16,7 @@ inline bool affine_producer(const Graph& g, const Step& s) {
   if (s.kind != StepKind::conv2d && s.kind != StepKind::linear) return false;
   if (static_cast<UnaryOp>(s.op) != UnaryOp::copy || (s.kind == StepKind::linear && s.i0 != 0)) return false;
   const Slot& w = s.in[1];
-  if (!is_constant(g, w.buf) || !w.dense() || w.offset != 0) return false;
+  if (!is_constant(g, w.buf) || !w.dense()) return false;
   if (s.in[2].buf >= 0 && (!is_constant(g, s.in[2].buf) || s.in[2].strides[0] != 1)) return false;
   const Buffer& y = g.buffers[static_cast<std::size_t>(s.out[0].buf)];
   return s.out[0].covers(y.numel);
@@ -32,9 +32,12 @@ inline double channel_value(const std::vector<double>& cv, const Slot& c, std::i
 inline void fold_into(FreezeState& st, Step& p, const std::vector<double>& scale, const std::vector<double>& shift) {
   Graph& g = st.g;
   const std::int64_t c = static_cast<std::int64_t>(scale.size());
+  // The weight's own window only: it may be a part of its buffer (W[:4] of
+  // a parameter W), whose other rows are not this step's channels.
   const Slot wslot = p.in[1];
-  auto w = constant_values(st, wslot.buf);
-  const std::int64_t per = static_cast<std::int64_t>(w.size()) / c;
+  const auto all = constant_values(st, wslot.buf);
+  std::vector<double> w(all.begin() + wslot.offset, all.begin() + wslot.offset + wslot.numel());
+  const std::int64_t per = wslot.numel() / c;
   for (std::int64_t o = 0; o < c; ++o)
     for (std::int64_t i = 0; i < per; ++i) w[static_cast<std::size_t>(o * per + i)] *= scale[static_cast<std::size_t>(o)];
   std::vector<double> bias(static_cast<std::size_t>(c), 0.0);
@@ -48,7 +51,7 @@ inline void fold_into(FreezeState& st, Step& p, const std::vector<double>& scale
   const std::string base = g.buffers[static_cast<std::size_t>(wslot.buf)].name;
   const int wb = add_constant(st, dt, std::move(w), base + "'");
   const int bb = add_constant(st, dt, std::move(bias), base + "'.bias");
-  p.in[1].buf = wb;
+  p.in[1] = Slot{wb, 0, wslot.shape, wslot.strides};  // dense: its strides are the new buffer's
   p.in[2] = Slot{bb, 0, Shape{c}, Shape{1}};
 }
 

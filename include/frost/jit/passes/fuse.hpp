@@ -3,6 +3,10 @@
 // one fused pass over memory, and linear weights are pre-packed [K, N] for
 // the GEMM (no transposed operand on every run).
 #pragma once
+#include <map>
+#include <tuple>
+#include <vector>
+
 #include "common.hpp"
 
 #if defined(_OPENMP)
@@ -242,7 +246,9 @@ inline void fuse_elementwise(FreezeState& st) {
 inline void pack_weights(FreezeState& st) {
   Graph& g = st.g;
   int n = 0;
-  std::map<int, int> packed;  // shared weights are packed once
+  // Shared weights are packed once: the same window of the same buffer
+  // (W and W[:4] are one buffer, not one weight).
+  std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t>, int> packed;
   for (auto& s : g.steps) {
     if (s.kind != StepKind::linear || s.i0 != 0 || s.in.size() > 3) continue;  // not the prepared ones
     // A few rows are matrix-vector products: there the [N, K] rows are the
@@ -252,7 +258,8 @@ inline void pack_weights(FreezeState& st) {
     const Slot w = s.in[1];
     if (!is_constant(g, w.buf) || !w.dense()) continue;
     const std::int64_t nn = w.shape[0], kk = w.shape[1];
-    auto it = packed.find(w.buf);
+    const auto key = std::tuple{w.buf, w.offset, nn, kk};
+    auto it = packed.find(key);
     if (it == packed.end()) {
       const auto v = constant_values(st, w.buf);
       std::vector<double> t(static_cast<std::size_t>(nn * kk));
@@ -260,7 +267,7 @@ inline void pack_weights(FreezeState& st) {
         for (std::int64_t j = 0; j < kk; ++j)
           t[static_cast<std::size_t>(j * nn + i)] = v[static_cast<std::size_t>(w.offset + i * kk + j)];
       const auto& wb = g.buffers[static_cast<std::size_t>(w.buf)];
-      it = packed.emplace(w.buf, add_constant(st, wb.dtype, std::move(t), wb.name + "^T")).first;
+      it = packed.emplace(key, add_constant(st, wb.dtype, std::move(t), wb.name + "^T")).first;
       ++n;
     }
     s.in[1] = Slot{it->second, 0, Shape{kk, nn}, Shape{nn, 1}};
@@ -283,7 +290,10 @@ void prepare_weights(FreezeState& st) {
   Graph& g = st.g;
   Backend<T>& be = backend_for<T>(Device::cpu());
   int filters = 0, linears = 0, vectors = 0;
-  std::map<std::pair<int, std::int64_t>, int> made;  // (filters' buffer, positions) -> prepared buffer
+  // (filters' buffer, their shape, the prepared form) -> prepared buffer: two
+  // convolutions share a bank only when they read the same filters (W and
+  // W[:16] are one buffer but not one bank).
+  std::map<std::tuple<int, std::vector<std::int64_t>, std::vector<std::int64_t>>, int> made;
   for (auto& s : g.steps) {
     if (s.in.size() != 3 || s.dtype != dtype_of<T>()) continue;
     const Slot w = s.in[1];
@@ -308,11 +318,13 @@ void prepare_weights(FreezeState& st) {
     Shape form = be.conv2d_prepared_shape(call);
     if (form.ndim() == 0) continue;
     form[1] = s.conv.out_channels;  // the whole bank; a block's calls read their filters' rows
-    auto it = made.find({w.buf, form[0]});
+    const auto key = std::tuple{w.buf, std::vector<std::int64_t>(w.shape.begin(), w.shape.end()),
+                                std::vector<std::int64_t>(form.begin(), form.end())};
+    auto it = made.find(key);
     if (it == made.end()) {
       std::vector<T> u(static_cast<std::size_t>(form.numel()));
       be.conv2d_prepare(s.conv, View<const T>(static_cast<const T*>(wb.data->data), w.shape), View<T>(u.data(), form));
-      it = made.emplace(std::pair{w.buf, form[0]}, add_constant(st, wb.dtype, std::vector<double>(u.begin(), u.end()),
+      it = made.emplace(key, add_constant(st, wb.dtype, std::vector<double>(u.begin(), u.end()),
                                                                wb.name + ".prepared"))
                .first;
       ++filters;
