@@ -75,7 +75,7 @@ inline void fold_constants(FreezeState& st) {
   int n = 0;
   for (std::size_t k = 0; k < g.steps.size(); ++k) {
     if (!cand[k]) continue;
-    Step s = g.steps[k];
+    const Step& s = g.steps[k];
     for (const auto* list : {&s.in, &s.out})
       for (const auto& x : *list)
         if (x.buf >= 0) bases[static_cast<std::size_t>(x.buf)] = shadow_of(x.buf);
