@@ -1,8 +1,10 @@
 // The CPU kernels whose code differs by instruction set, against plain
 // references: the int8 linear (AVX-512 VNNI, AVX-VNNI, AVX2 or a plain
 // loop), the Winograd convolutions (AVX-512 packs the F(4x4) input tiles)
-// and the batch-1 linear that skips zero inputs (AVX-512 packs their
-// indices). This file is in the suite, built for this machine, and CMake
+// the batch-1 linear that skips zero inputs (AVX-512 packs their
+// indices), and the kernels whose register blocks are sized by the ISA's
+// vector width and register count (vec.hpp: the linear's GEMM panels,
+// gemm_direct, the few-channel direct convolution). This file is in the suite, built for this machine, and CMake
 // also builds it alone for AVX2, for AVX2 with AVX-VNNI and for plain
 // x86-64 (frost_isa_*), so the paths of machines without AVX-512 are tested
 // here too. It includes only the backend's headers: each extra build takes
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include <frost/backend/cpu/conv.hpp>
+#include <frost/backend/cpu/gemm_direct.hpp>
 #include <frost/backend/cpu/gemv_rows.hpp>
 #include <frost/backend/cpu/quantized_linear.hpp>
 
@@ -301,4 +304,145 @@ TEST_CASE("isa kernels: the batch-1 linear that skips zero inputs, against the d
       check_gemv_rows<float>(n, k, finite, gen);
       check_gemv_rows<double>(n, k, finite, gen);
     }
+}
+
+namespace {
+/// |got - sum| within T's rounding of sum |terms|, for m x n sums over k.
+template <class T>
+void check_products(const std::vector<T>& got, std::int64_t ldg, const std::vector<double>& sum,
+                    const std::vector<double>& mag, std::int64_t m, std::int64_t n) {
+  const double tol = std::is_same_v<T, float> ? 2e-6 : 1e-14;
+  std::int64_t bad = 0;
+  for (std::int64_t r = 0; r < m; ++r)
+    for (std::int64_t c = 0; c < n; ++c)
+      bad += !(std::abs(double(got[sz(r * ldg + c)]) - sum[sz(r * n + c)]) <= tol * (mag[sz(r * n + c)] + 1e-6));
+  CHECK(bad == 0);
+}
+
+/// y = x W^T for m rows through W's GEMM panels: gemm_panels whole, and
+/// gemv_panels (m <= kGemvRows) in two parts of the outputs and of the
+/// inputs added up, against the sums in double.
+template <class T>
+void check_panels(std::int64_t m, std::int64_t n, std::int64_t k, std::mt19937& gen) {
+  const std::int64_t ldx = k + 3, ldy = n + 5;  // row strides past the rows
+  const auto x = normal<T>(sz(m * ldx), gen), w = normal<T>(sz(n * k), gen, 0.1);
+  std::vector<double> sum(sz(m * n)), mag(sz(m * n));
+  for (std::int64_t r = 0; r < m; ++r)
+    for (std::int64_t o = 0; o < n; ++o)
+      for (std::int64_t i = 0; i < k; ++i) {
+        const double v = double(x[sz(r * ldx + i)]) * w[sz(o * k + i)];
+        sum[sz(r * n + o)] += v;
+        mag[sz(r * n + o)] += std::abs(v);
+      }
+  std::vector<T> panels(sz(cpu::gemv_panels_size<T>(n, k)));
+  cpu::gemv_pack(w.data(), n, k, panels.data());
+  std::vector<T> y(sz(m * ldy), T(-7));
+  cpu::gemm_panels(m, n, k, x.data(), ldx, panels.data(), y.data(), ldy);
+  check_products(y, ldy, sum, mag, m, n);
+  for (std::int64_t r = 0; r < m; ++r)  // nothing written past the outputs
+    for (std::int64_t c = n; c < ldy; ++c) CHECK(y[sz(r * ldy + c)] == T(-7));
+  if (m > cpu::kGemvRows) return;
+  const std::int64_t n0 = n / 2 / cpu::kGemvPanel * cpu::kGemvPanel, k0 = k / 2;
+  std::vector<T> a(sz(m * ldy), T(0)), b(sz(m * ldy), T(0));
+  cpu::gemv_panels(m, n, k, x.data(), ldx, panels.data(), a.data(), ldy, 0, n0, 0, k0);
+  cpu::gemv_panels(m, n, k, x.data(), ldx, panels.data(), a.data(), ldy, n0, n, 0, k0);
+  cpu::gemv_panels(m, n, k, x.data(), ldx, panels.data(), b.data(), ldy, 0, n, k0, k);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+  check_products(a, ldy, sum, mag, m, n);
+}
+
+/// gemm_direct's M [O, P] = U [O, C] V [C, P] for the columns [0, cols)
+/// (rows of V and M hold whole vectors past them), against double.
+template <class T>
+void check_gemm_direct(std::int64_t O, std::int64_t C, std::int64_t cols, std::mt19937& gen) {
+  const std::int64_t L = cpu::kVecLanes<T>, P = (cols + L - 1) / L * L + L;  // a vector to spare
+  const auto U = normal<T>(sz(O * C), gen), V = normal<T>(sz(C * P), gen);
+  std::vector<double> sum(sz(O * cols)), mag(sz(O * cols));
+  for (std::int64_t o = 0; o < O; ++o)
+    for (std::int64_t q = 0; q < cols; ++q)
+      for (std::int64_t c = 0; c < C; ++c) {
+        const double v = double(U[sz(o * C + c)]) * V[sz(c * P + q)];
+        sum[sz(o * cols + q)] += v;
+        mag[sz(o * cols + q)] += std::abs(v);
+      }
+  std::vector<T> M(sz(O * P), T(-7));
+  REQUIRE(cpu::gemm_direct_fits(O));
+  cpu::gemm_direct(O, C, cols, U.data(), C, V.data(), P, M.data(), P);
+  check_products(M, P, sum, mag, O, cols);
+  const std::int64_t whole = (cols + L - 1) / L * L;
+  for (std::int64_t o = 0; o < O; ++o)  // the spare vector past the whole vectors is left alone
+    for (std::int64_t q = whole; q < P; ++q) CHECK(M[sz(o * P + q)] == T(-7));
+}
+}  // namespace
+
+TEST_CASE("isa kernels: register-blocked GEMMs (a linear's panels, gemm_direct) against sums in double") {
+  SKIP_WITHOUT_BUILD_ISA();
+  std::mt19937 gen(5);
+  // Rows around every row block (1-8 for the matrix-vector panels; 6 and 8
+  // for the GEMM's), outputs ending inside a panel, depths across the
+  // GEMM's 128-input blocks.
+  for (std::int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 19, 64})
+    for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {10, 7}, {16, 128}, {33, 129}, {100, 300}}) {
+      CAPTURE(m);
+      CAPTURE(n);
+      CAPTURE(k);
+      check_panels<float>(m, n, k, gen);
+      check_panels<double>(m, n, k, gen);
+    }
+  for (std::int64_t O : {8, 9, 13, 24})
+    for (std::int64_t C : {1, 5, 64})
+      for (std::int64_t cols : {1, 8, 17, 50, 96}) {
+        CAPTURE(O);
+        CAPTURE(C);
+        CAPTURE(cols);
+        check_gemm_direct<float>(O, C, cols, gen);
+        check_gemm_direct<double>(O, C, cols, gen);
+      }
+}
+
+TEST_CASE("isa kernels: the few-channel direct convolution (plain and max-pooled in its registers) against direct sums") {
+  SKIP_WITHOUT_BUILD_ISA();
+  std::mt19937 gen(9);
+  // 1-5 input channels; filter counts that overlap the last block; widths
+  // of one vector up to several with a remainder.
+  for (const Conv2dParams& p : {conv3x3(2, 3, 8, 16, 16), conv3x3(1, 1, 13, 9, 37), conv3x3(3, 5, 64, 12, 70),
+                                conv3x3(1, 2, 9, 34, 33)}) {
+    CAPTURE(p.batch);
+    CAPTURE(p.in_channels);
+    CAPTURE(p.out_channels);
+    CAPTURE(p.in_h);
+    CAPTURE(p.in_w);
+    REQUIRE(cpu::conv_detail::use_direct_conv<float>(p));
+    const auto x = normal<float>(sz(p.batch * p.in_channels * p.in_h * p.in_w), gen);
+    const auto w = normal<float>(sz(p.out_channels * p.in_channels * 9), gen, 0.3), b = normal<float>(sz(p.out_channels), gen);
+    const Shape xs{p.batch, p.in_channels, p.in_h, p.in_w}, ws{p.out_channels, p.in_channels, 3, 3};
+    for (UnaryOp act : {UnaryOp::copy, UnaryOp::relu}) {
+      const ConvReference ref = conv_reference(p, x.data(), w.data(), b.data(), act);
+      std::vector<float> y(ref.y.size(), NAN);
+      cpu::conv2d<float>(p, View<const float>(x.data(), xs), View<const float>(w.data(), ws), b.data(),
+                         View<float>(y.data(), Shape{p.batch, p.out_channels, p.out_h, p.out_w}), act);
+      check_conv(y, ref);
+      Pool2dParams q;
+      q.batch = p.batch, q.channels = p.out_channels, q.in_h = p.out_h, q.in_w = p.out_w;
+      q.out_h = p.out_h / 2, q.out_w = p.out_w / 2, q.kernel_h = q.kernel_w = q.stride_h = q.stride_w = 2;
+      std::vector<float> pooled(sz(p.batch * p.out_channels * q.out_h * q.out_w), NAN);
+      const bool in_pass = cpu::conv_detail::use_direct_pool<float>(p);
+      CHECK(cpu::conv2d_max_pool<float>(p, q, View<const float>(x.data(), xs), View<const float>(w.data(), ws), b.data(),
+                                        View<float>(pooled.data(), Shape{p.batch, p.out_channels, q.out_h, q.out_w}), act) ==
+            in_pass);
+      if (!in_pass) continue;
+      // The pooled values are the unpooled call's, exactly (the same sums in the same order).
+      std::int64_t differ = 0;
+      for (std::int64_t plane = 0; plane < p.batch * p.out_channels; ++plane)
+        for (std::int64_t i = 0; i < q.out_h; ++i)
+          for (std::int64_t j = 0; j < q.out_w; ++j) {
+            float best = -INFINITY;
+            for (std::int64_t di = 0; di < 2; ++di)
+              for (std::int64_t dj = 0; dj < 2; ++dj)
+                best = std::max(best, y[sz((plane * p.out_h + 2 * i + di) * p.out_w + 2 * j + dj)]);
+            differ += pooled[sz((plane * q.out_h + i) * q.out_w + j)] != best;
+          }
+      CHECK(differ == 0);
+    }
+  }
 }

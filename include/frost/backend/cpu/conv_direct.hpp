@@ -3,9 +3,10 @@
 // im2col its GEMM has a depth of 27, so the kernel reloads and stores its
 // sums after every 27 multiply-adds and runs at about 60% of the FMA rate.
 // Here 8 filters x 2 vectors of output columns stay in 16 vector registers
-// across all the taps: each tap is 2 unaligned loads of a padded input row,
-// 8 broadcast weights and 16 multiply-adds, and the bias and activation
-// are applied before the one store.
+// across all the taps (6 filters, 12 registers, where there are only 16):
+// each tap is 2 unaligned loads of a padded input row, a broadcast weight
+// per filter and 16 (12) multiply-adds, and the bias and activation are
+// applied before the one store.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -19,15 +20,18 @@ namespace frost::cpu::conv_detail {
 
 template <class T>
 struct DirectConv {
-  using Vec = Vec64<T>;
+  using Vec = SimdVec<T>;
   static constexpr std::int64_t kLanes = kVecLanes<T>;
-  static constexpr std::int64_t kFilters = 8;    // filters a block (the last block overlaps the one before)
+  // Filters a block (the last block overlaps the one before): the sums
+  // (2 vectors a filter), 2 input vectors and a broadcast fit the registers.
+  static constexpr std::int64_t kFilters = kVecRegs >= 32 ? 8 : 6;
+  static constexpr std::int64_t kPoolFilters = kVecRegs >= 32 ? 4 : 2;  // block_pool's (4 vectors a filter)
   static constexpr std::int64_t kMaxDepth = 48;  // channels x 9 taps: above this the im2col GEMM is efficient
 };
 
 /// True when conv2d_direct takes p: a 3x3 stride-1 undilated ungrouped
-/// convolution of at most 5 input channels, 8+ filters and outputs at least
-/// one vector wide.
+/// convolution of at most 5 input channels, a block of filters or more and
+/// outputs at least one vector wide.
 template <class T>
 bool use_direct_conv(const Conv2dParams& p) {
   using D = DirectConv<T>;
@@ -53,7 +57,7 @@ void pad_image(const Conv2dParams& p, const T* x, T* xp) {
     }
 }
 
-/// y rows of filters [o0, o0 + 8) at output row oy, columns [ox, ox + CB
+/// y rows of filters [o0, o0 + kFilters) at output row oy, columns [ox, ox + CB
 /// vectors): the sums over every channel and tap, then bias and act.
 template <int CB, class T>
 void block(const T* xp, std::int64_t C, std::int64_t ph, std::int64_t pw, const T* w, const T* bias, UnaryOp act,
@@ -93,16 +97,17 @@ void block(const T* xp, std::int64_t C, std::int64_t ph, std::int64_t pw, const 
   }
 }
 
-/// Max-pooled 2x2 (stride 2) output of filters [o0, o0 + 4) at pooled row
-/// py, pooled columns [px, px + V): conv rows 2 py and 2 py + 1, columns
-/// [2 px, 2 px + 2 V), summed as block's, then bias, act, and the max of
-/// each window (NaN wins, as in max_pool2d). The conv output is never stored.
+/// Max-pooled 2x2 (stride 2) output of filters [o0, o0 + kPoolFilters) at
+/// pooled row py, pooled columns [px, px + V): conv rows 2 py and 2 py + 1,
+/// columns [2 px, 2 px + 2 V), summed as block's, then bias, act, and the
+/// max of each window (NaN wins, as in max_pool2d). The conv output is
+/// never stored.
 template <class T>
 void block_pool(const T* xp, std::int64_t C, std::int64_t ph, std::int64_t pw, const T* w, const T* bias, UnaryOp act,
                 std::int64_t o0, std::int64_t py, std::int64_t px, std::int64_t PH, std::int64_t PW, T* y) {
   using D = DirectConv<T>;
   using Vec = typename D::Vec;
-  constexpr std::int64_t F = 4, V = D::kLanes;
+  constexpr std::int64_t F = D::kPoolFilters, V = D::kLanes;
   Vec acc[F][2][2];  // [filter][row][column vector]
   for (int f = 0; f < F; ++f)
     for (int r = 0; r < 2; ++r)
@@ -176,14 +181,15 @@ void conv2d_direct(const Conv2dParams& p, const T* x, const T* w, const T* bias,
 template <class T>
 void conv2d_direct_max_pool(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, UnaryOp act,
                             std::int64_t n0, std::int64_t n1, T* work) {
-  constexpr std::int64_t V = DirectConv<T>::kLanes;
+  using D = DirectConv<T>;
+  constexpr std::int64_t V = D::kLanes;
   const std::int64_t C = p.in_channels, O = p.out_channels, PH = p.out_h / 2, PW = p.out_w / 2;
   const std::int64_t ph = p.out_h + 2, pw = p.out_w + 2;
   for (std::int64_t n = n0; n < n1; ++n) {
     direct_detail::pad_image(p, x + n * C * p.in_h * p.in_w, work);
     T* yn = y + n * O * PH * PW;
-    for (std::int64_t ob = 0; ob < O; ob += 4) {
-      const std::int64_t o0 = std::min(ob, O - 4);  // overlapping blocks: the same values again
+    for (std::int64_t ob = 0; ob < O; ob += D::kPoolFilters) {
+      const std::int64_t o0 = std::min(ob, O - D::kPoolFilters);  // overlapping blocks: the same values again
       for (std::int64_t py = 0; py < PH; ++py)
         for (std::int64_t px = 0; px < PW; px += V)
           direct_detail::block_pool(work, C, ph, pw, w, bias, act, o0, py, std::min(px, PW - V), PH, PW, yn);

@@ -229,7 +229,7 @@ namespace winograd4_detail {
 /// Row r of the 4x4 outputs of tiles [q, q + lanes of V) from A^T m
 /// (t[(r * 6 + j) * L + q]): A^T's columns applied, then the bias and the
 /// activation (kAct: 0 none, 1 relu, 2 act through fn::unary, V scalar).
-/// V is T or a Vec64<T> of consecutive tiles: the same sums either way.
+/// V is T or a SimdVec<T> of consecutive tiles: the same sums either way.
 template <int kAct, class V, class T>
 inline void tile_row(const T* t, std::int64_t L, std::int64_t q, int r, T bo, UnaryOp act, V (&v)[4]) {
   V e[6];
@@ -245,7 +245,7 @@ inline void tile_row(const T* t, std::int64_t L, std::int64_t q, int r, T bo, Un
   }
 }
 
-/// l = the max of l and r, NaN winning as in max_pool2d (T or Vec64<T>;
+/// l = the max of l and r, NaN winning as in max_pool2d (T or SimdVec<T>;
 /// by reference: a 64-byte vector returned by value has another ABI
 /// without AVX-512).
 template <class V>
@@ -281,7 +281,7 @@ void pool_tiles(const T* t, std::int64_t L, T bo, UnaryOp act, T* pooled) {
     T* p1 = p0 + L;
     std::int64_t q = 0;
     if constexpr (V > 0)
-      for (; q + V <= L; q += V) pool_row<kAct, Vec64<T>>(t, L, q, wr, bo, act, p0, p1);
+      for (; q + V <= L; q += V) pool_row<kAct, SimdVec<T>>(t, L, q, wr, bo, act, p0, p1);
     for (; q < L; ++q) pool_row<kAct, T>(t, L, q, wr, bo, act, p0, p1);
   }
 }
@@ -377,9 +377,9 @@ void winograd4_outputs(const Conv2dParams& p, const WinogradShape& s, std::int64
 }
 
 /// M[k] = U[k] V[k] for the 36 positions and each group, as winograd_gemms,
-/// by gemm_direct where the groups have 8+ filters: V's columns past `used`
-/// (up to whole vectors, within P) are zeroed first, as gemm_direct reads
-/// them.
+/// by gemm_direct where the groups have enough filters (gemm_direct_fits):
+/// V's columns past `used` (up to whole vectors, within P) are zeroed
+/// first, as gemm_direct reads them.
 template <class T>
 void winograd4_gemms(const T* U, std::int64_t u_ks, T* V, T* M, std::int64_t C, std::int64_t O, std::int64_t G,
                      std::int64_t P, std::int64_t used) {

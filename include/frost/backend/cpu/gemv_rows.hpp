@@ -27,7 +27,8 @@
 
 namespace frost::cpu {
 
-/// Outputs a group (a kilobyte of T): 16 vectors of sums in registers.
+/// Outputs a group (a kilobyte of T): 16 vectors of sums in registers with
+/// AVX-512 (two or four passes of 8 with 16 registers).
 template <class T>
 inline constexpr std::int64_t kGemvGroup = 1024 / sizeof(T);
 
@@ -98,13 +99,14 @@ std::int64_t inputs_to_read(const T* x, std::int64_t n, bool all, std::int32_t* 
 /// acc[v] += x[i] * rows[i * ld + v vectors] for the listed inputs i.
 template <int V, class T>
 void accumulate(const T* rows, std::int64_t ld, const T* x, const std::int32_t* idx, std::int64_t count,
-                Vec64<T> (&acc)[V]) {
+                SimdVec<T> (&acc)[V]) {
   for (std::int64_t j = 0; j < count; ++j) {
     const std::int64_t i = idx[j];
-    const Vec64<T> xi = Vec64<T>{} + x[i];
+    SimdVec<T> xi;
+    splat(xi, x[i]);
     const T* r = rows + i * ld;
     for (int v = 0; v < V; ++v) {
-      Vec64<T> w;
+      SimdVec<T> w;
       load_vec(w, r + v * kVecLanes<T>);
       acc[v] += xi * w;
     }
@@ -116,8 +118,8 @@ void accumulate(const T* rows, std::int64_t ld, const T* x, const std::int32_t* 
 template <int V, class T>
 void columns(const T* rows, std::int64_t ld, const T* x, std::int64_t k0, std::int64_t k1, bool all, T* y,
              std::int64_t c, std::int64_t n1) {
-  Vec64<T> acc[V];
-  for (auto& a : acc) a = Vec64<T>{};
+  SimdVec<T> acc[V];
+  for (auto& a : acc) a = SimdVec<T>{};
   alignas(64) std::int32_t idx[kChunk + 16];
   for (std::int64_t i0 = k0; i0 < k1; i0 += kChunk) {
     const std::int64_t count = inputs_to_read(x + i0, std::min(kChunk, k1 - i0), all, idx);
@@ -148,12 +150,13 @@ void gemv_rows(std::int64_t n, std::int64_t k, const T* x, const T* rows, T* y, 
   for (std::int64_t g0 = n0 / kGemvGroup<T> * kGemvGroup<T>; g0 < n1; g0 += kGemvGroup<T>) {
     const std::int64_t wg = std::min(kGemvGroup<T>, np - g0);
     const std::int64_t c1 = std::min(g0 + wg, (n1 + L - 1) / L * L);
-    // Normally one pass of 16 vectors over the inputs (a thread's share of
-    // 256 floats); a part that ends inside a group takes smaller ones.
+    // Normally one pass of 16 vectors over the inputs with AVX-512 (a
+    // thread's share of 256 floats), passes of 8 with 16 registers; a part
+    // that ends inside a group takes smaller ones.
     for (std::int64_t c = std::max(n0, g0); c < c1;) {
       const T* at = rows + g0 * k + (c - g0);
       const std::int64_t left = (c1 - c) / L;
-      if (left >= 16) columns<16>(at, wg, x, k0, k1, all, y, c, n1), c += 16 * L;
+      if (kVecRegs >= 32 && left >= 16) columns<16>(at, wg, x, k0, k1, all, y, c, n1), c += 16 * L;
       else if (left >= 8) columns<8>(at, wg, x, k0, k1, all, y, c, n1), c += 8 * L;
       else if (left >= 4) columns<4>(at, wg, x, k0, k1, all, y, c, n1), c += 4 * L;
       else if (left >= 2) columns<2>(at, wg, x, k0, k1, all, y, c, n1), c += 2 * L;
