@@ -349,6 +349,8 @@ void check_panels(std::int64_t m, std::int64_t n, std::int64_t k, std::mt19937& 
   cpu::gemv_panels(m, n, k, x.data(), ldx, panels.data(), b.data(), ldy, 0, n, k0, k);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] += b[i];
   check_products(a, ldy, sum, mag, m, n);
+  for (std::int64_t r = 0; r < m; ++r)
+    for (std::int64_t c = n; c < ldy; ++c) CHECK(a[sz(r * ldy + c)] == T(0));
 }
 
 /// gemm_direct's M [O, P] = U [O, C] V [C, P] for the columns [0, cols)
@@ -366,7 +368,6 @@ void check_gemm_direct(std::int64_t O, std::int64_t C, std::int64_t cols, std::m
         mag[sz(o * cols + q)] += std::abs(v);
       }
   std::vector<T> M(sz(O * P), T(-7));
-  REQUIRE(cpu::gemm_direct_fits(O));
   cpu::gemm_direct(O, C, cols, U.data(), C, V.data(), P, M.data(), P);
   check_products(M, P, sum, mag, O, cols);
   const std::int64_t whole = (cols + L - 1) / L * L;
@@ -389,9 +390,10 @@ TEST_CASE("isa kernels: register-blocked GEMMs (a linear's panels, gemm_direct) 
       check_panels<float>(m, n, k, gen);
       check_panels<double>(m, n, k, gen);
     }
-  for (std::int64_t O : {8, 9, 13, 24})
+  for (std::int64_t O : {6, 7, 8, 9, 13, 24})  // from one row block (6 rows with 16 registers, 8 with 32)
     for (std::int64_t C : {1, 5, 64})
       for (std::int64_t cols : {1, 8, 17, 50, 96}) {
+        if (!cpu::gemm_direct_fits(O)) continue;
         CAPTURE(O);
         CAPTURE(C);
         CAPTURE(cols);
@@ -403,16 +405,18 @@ TEST_CASE("isa kernels: register-blocked GEMMs (a linear's panels, gemm_direct) 
 TEST_CASE("isa kernels: the few-channel direct convolution (plain and max-pooled in its registers) against direct sums") {
   SKIP_WITHOUT_BUILD_ISA();
   std::mt19937 gen(9);
-  // 1-5 input channels; filter counts that overlap the last block; widths
-  // of one vector up to several with a remainder.
+  // 1-5 input channels; filter counts from one block (6 with 16 registers,
+  // 8 with 32) and overlapping the last block; widths of one vector up to
+  // several with a remainder.
   for (const Conv2dParams& p : {conv3x3(2, 3, 8, 16, 16), conv3x3(1, 1, 13, 9, 37), conv3x3(3, 5, 64, 12, 70),
-                                conv3x3(1, 2, 9, 34, 33)}) {
+                                conv3x3(1, 2, 9, 34, 33), conv3x3(1, 3, 6, 10, 24), conv3x3(2, 4, 7, 8, 19)}) {
     CAPTURE(p.batch);
     CAPTURE(p.in_channels);
     CAPTURE(p.out_channels);
     CAPTURE(p.in_h);
     CAPTURE(p.in_w);
-    REQUIRE(cpu::conv_detail::use_direct_conv<float>(p));
+    const bool direct = cpu::conv_detail::use_direct_conv<float>(p);  // fewer filters than this build's block: im2col
+    CAPTURE(direct);
     const auto x = normal<float>(sz(p.batch * p.in_channels * p.in_h * p.in_w), gen);
     const auto w = normal<float>(sz(p.out_channels * p.in_channels * 9), gen, 0.3), b = normal<float>(sz(p.out_channels), gen);
     const Shape xs{p.batch, p.in_channels, p.in_h, p.in_w}, ws{p.out_channels, p.in_channels, 3, 3};
@@ -426,11 +430,15 @@ TEST_CASE("isa kernels: the few-channel direct convolution (plain and max-pooled
       q.batch = p.batch, q.channels = p.out_channels, q.in_h = p.out_h, q.in_w = p.out_w;
       q.out_h = p.out_h / 2, q.out_w = p.out_w / 2, q.kernel_h = q.kernel_w = q.stride_h = q.stride_w = 2;
       std::vector<float> pooled(sz(p.batch * p.out_channels * q.out_h * q.out_w), NAN);
-      const bool in_pass = cpu::conv_detail::use_direct_pool<float>(p);
+      // conv2d_max_pool pools in the conv's pass where every build can (a
+      // frozen plan relies on it); the kernel itself where this build can.
       CHECK(cpu::conv2d_max_pool<float>(p, q, View<const float>(x.data(), xs), View<const float>(w.data(), ws), b.data(),
                                         View<float>(pooled.data(), Shape{p.batch, p.out_channels, q.out_h, q.out_w}), act) ==
-            in_pass);
-      if (!in_pass) continue;
+            cpu::conv_detail::use_direct_pool_everywhere<float>(p));
+      if (!cpu::conv_detail::use_direct_pool<float>(p)) continue;
+      std::fill(pooled.begin(), pooled.end(), NAN);
+      cpu::conv_detail::direct_over_images(p, cpu::conv_detail::conv2d_direct_max_pool<float>, x.data(), w.data(), b.data(),
+                                           pooled.data(), act);
       // The pooled values are the unpooled call's, exactly (the same sums in the same order).
       std::int64_t differ = 0;
       for (std::int64_t plane = 0; plane < p.batch * p.out_channels; ++plane)

@@ -70,8 +70,12 @@ FROST_HOST_DEVICE inline T from_block(Dist dist, const U4& r, int lane, double l
     u = to_double01(r.x[2 * lane], r.x[2 * lane + 1]);
     v = to_double01(r.x[2 * (lane ^ 1)], r.x[2 * (lane ^ 1) + 1]);
   }
+  // lo + s * u as one explicit fma: a compiler may contract it into one or
+  // not (GCC does from -O2 on, nvcc by default), and the two round apart, so
+  // the same seed drew other numbers in a -O1 build (and in a suite at -O1
+  // calling kernels built at -O3). Fused everywhere, it draws the same.
   switch (dist) {
-    case Dist::uniform: return static_cast<T>(lo + (hi - lo) * u);
+    case Dist::uniform: return static_cast<T>(std::fma(hi - lo, u, lo));
     case Dist::bernoulli: return static_cast<T>(u < lo ? 1 : 0);
     case Dist::randint: {
       const double span = hi - lo;
@@ -85,7 +89,7 @@ FROST_HOST_DEVICE inline T from_block(Dist dist, const U4& r, int lane, double l
       const bool even = (lane & 1) == 0;
       const double u1 = 1.0 - (even ? u : v), u2 = even ? v : u;
       const double rad = std::sqrt(-2.0 * std::log(u1)), th = 6.283185307179586 * u2;
-      return static_cast<T>(lo + hi * rad * (even ? std::cos(th) : std::sin(th)));
+      return static_cast<T>(std::fma(hi * rad, even ? std::cos(th) : std::sin(th), lo));
     }
   }
   return T(0);

@@ -597,11 +597,12 @@ void conv2d_prepared(const Conv2dParams& p, const View<const T>& xv, const View<
 /// output transform pools each tile while in cache. False, having done
 /// nothing, for other shapes (the caller runs the two).
 /// Whether conv2d_max_pool (positions 0) or conv2d_prepared_max_pool (a
-/// bank of that many positions) pools in the conv's own pass.
+/// bank of that many positions) pools in the conv's own pass: the same
+/// answer on every build (a frozen plan keeps no scratch where it holds).
 template <class T>
 bool conv2d_pools_in_pass(const Conv2dParams& p, const Pool2dParams& q, std::int64_t positions) {
   using namespace conv_detail;
-  return pools_2x2(p, q) && (positions == 0 ? use_direct_pool<T>(p) : positions == 36);
+  return pools_2x2(p, q) && (positions == 0 ? use_direct_pool_everywhere<T>(p) : positions == 36);
 }
 
 template <class T>

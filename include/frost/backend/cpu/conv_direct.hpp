@@ -205,6 +205,15 @@ bool use_direct_pool(const Conv2dParams& p) {
   return use_direct_conv<T>(p) && p.out_w / 2 >= DirectConv<T>::kLanes && p.out_h >= 2;
 }
 
+/// use_direct_pool on every build, whatever its vector width and register
+/// count (the widest block: 8 filters, 64-byte vectors): what a frozen plan
+/// relies on when it keeps no scratch for the conv's output, so that a plan
+/// saved by an AVX2 build runs on an AVX-512 one and the other way round.
+template <class T>
+bool use_direct_pool_everywhere(const Conv2dParams& p) {
+  return use_direct_pool<T>(p) && p.out_channels >= 8 && p.out_w / 2 >= 64 / static_cast<std::int64_t>(sizeof(T));
+}
+
 /// `kernel` (conv2d_direct or conv2d_direct_max_pool) over all the images,
 /// split over the threads, each with its own padded-image workspace.
 template <class T, class Kernel>

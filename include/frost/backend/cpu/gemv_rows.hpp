@@ -130,8 +130,8 @@ void columns(const T* rows, std::int64_t ld, const T* x, std::int64_t k0, std::i
     for (int v = 0; v < V; ++v) store_vec(y + c + v * kVecLanes<T>, acc[v]);
     return;
   }
-  T out[V * kVecLanes<T>];
-  std::memcpy(out, acc, sizeof(out));
+  T out[V * kVecLanes<T>];  // vector by vector: acc's address never taken (gemv_panels.hpp's block says why)
+  for (int v = 0; v < V; ++v) store_vec(out + v * kVecLanes<T>, acc[v]);
   std::copy_n(out, cols, y + c);
 }
 }  // namespace gemv_rows_detail
