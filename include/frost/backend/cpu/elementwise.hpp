@@ -262,7 +262,7 @@ void random(const View<T>& y, philox::Dist dist, std::uint64_t seed, std::uint64
               if constexpr (pb == 4) u = philox::to_float01(r[l][j]);
               else u = philox::to_double01(r[2 * l][j], r[2 * l + 1][j]);
               out[j * pb + l] = dist == philox::Dist::bernoulli ? static_cast<T>(u < lo ? 1 : 0)
-                                                                : static_cast<T>(static_cast<S>(lo + (hi - lo) * u));
+                                                                : static_cast<T>(static_cast<S>(std::fma(hi - lo, u, lo)));
             }
           i += kBlocks * pb;
           continue;
