@@ -55,6 +55,12 @@ enum class Dist : std::uint8_t { uniform, normal, bernoulli, randint };
 template <class T>
 FROST_HOST_DEVICE constexpr int per_block() { return sizeof(T) == 4 ? 4 : 2; }
 
+/// A uniform u in [0, 1) as a draw in [lo, hi): one explicit fma. A compiler
+/// may contract lo + (hi - lo) u into one or not (GCC does from -O2 on, nvcc
+/// by default), and the two round apart: unfused, the same seed drew other
+/// numbers in a -O1 build. The CPU's bulk path calls this too.
+FROST_HOST_DEVICE inline double uniform_in(double u, double lo, double hi) { return std::fma(hi - lo, u, lo); }
+
 /// Element i of a draw: uniform in [lo, hi), normal(mean=lo, std=hi),
 /// bernoulli(p=lo) as 0/1, or randint in [lo, hi).
 /// Lane `lane` of Philox block `r` as a draw from `dist` (what sample()
@@ -70,12 +76,8 @@ FROST_HOST_DEVICE inline T from_block(Dist dist, const U4& r, int lane, double l
     u = to_double01(r.x[2 * lane], r.x[2 * lane + 1]);
     v = to_double01(r.x[2 * (lane ^ 1)], r.x[2 * (lane ^ 1) + 1]);
   }
-  // lo + s * u as one explicit fma: a compiler may contract it into one or
-  // not (GCC does from -O2 on, nvcc by default), and the two round apart, so
-  // the same seed drew other numbers in a -O1 build (and in a suite at -O1
-  // calling kernels built at -O3). Fused everywhere, it draws the same.
   switch (dist) {
-    case Dist::uniform: return static_cast<T>(std::fma(hi - lo, u, lo));
+    case Dist::uniform: return static_cast<T>(uniform_in(u, lo, hi));
     case Dist::bernoulli: return static_cast<T>(u < lo ? 1 : 0);
     case Dist::randint: {
       const double span = hi - lo;
@@ -89,7 +91,7 @@ FROST_HOST_DEVICE inline T from_block(Dist dist, const U4& r, int lane, double l
       const bool even = (lane & 1) == 0;
       const double u1 = 1.0 - (even ? u : v), u2 = even ? v : u;
       const double rad = std::sqrt(-2.0 * std::log(u1)), th = 6.283185307179586 * u2;
-      return static_cast<T>(std::fma(hi * rad, even ? std::cos(th) : std::sin(th), lo));
+      return static_cast<T>(std::fma(hi * rad, even ? std::cos(th) : std::sin(th), lo));  // fused: as uniform_in
     }
   }
   return T(0);

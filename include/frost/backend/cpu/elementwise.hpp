@@ -245,8 +245,8 @@ void random(const View<T>& y, philox::Dist dist, std::uint64_t seed, std::uint64
     constexpr int pb = philox::per_block<S>();
     constexpr int kBlocks = 16;  // blocks drawn together by the bulk path
     // Uniform and Bernoulli draws also go in bulk: kBlocks Philox blocks at
-    // once, then one branch-free conversion loop (the same arithmetic as
-    // from_block, so the numbers are identical).
+    // once, then one branch-free conversion loop (from_block's arithmetic,
+    // uniform_in for uniform draws, so the numbers are identical).
     const bool bulk = dist == philox::Dist::uniform || dist == philox::Dist::bernoulli;
     parallel_for(n, kParallelGrain / 4, [&](std::int64_t b, std::int64_t e) {
       std::int64_t i = b;
@@ -262,7 +262,7 @@ void random(const View<T>& y, philox::Dist dist, std::uint64_t seed, std::uint64
               if constexpr (pb == 4) u = philox::to_float01(r[l][j]);
               else u = philox::to_double01(r[2 * l][j], r[2 * l + 1][j]);
               out[j * pb + l] = dist == philox::Dist::bernoulli ? static_cast<T>(u < lo ? 1 : 0)
-                                                                : static_cast<T>(static_cast<S>(std::fma(hi - lo, u, lo)));
+                                                                : static_cast<T>(static_cast<S>(philox::uniform_in(u, lo, hi)));
             }
           i += kBlocks * pb;
           continue;
