@@ -488,6 +488,7 @@ TEST_CASE("cuda: frozen plans on the device equal eager there, and replay as a C
   running = false;
   watcher.t.join();
   CHECK_FALSE(seen_on);
+  CHECK(plan.graph_launches() == 4);  // run 0 captured and launched, runs 1-3 replayed
   const auto report = plan.check(model, x.to(kCuda));
   CHECK_MESSAGE(report.ok, report.str());
 }
@@ -508,6 +509,7 @@ TEST_CASE("cuda: a plan with a guard runs step by step on the device and still c
     CHECK(differ(plan.run(easy).cpu(), eager_on_cuda(model, easy).cpu(), 1e-4, 1e-3, "guarded plan").empty());
   }
   CHECK_THROWS_AS((void)plan.run(Tensor<float>::randn({2, 3, 16, 16}) * 0.1f), jit::GuardFailure);
+  CHECK(plan.graph_launches() == 0);  // a guard reads back to the host: never captured
 }
 
 TEST_CASE("cuda: an MLP plan (fused linear epilogues) on the device matches eager, batch 1 and 64") {
@@ -523,6 +525,7 @@ TEST_CASE("cuda: an MLP plan (fused linear epilogues) on the device matches eage
     plan.to(kCuda);
     for (int run = 0; run < 3; ++run)
       CHECK(differ(plan.run(x).cpu(), eager_on_cuda(mlp, x).cpu(), 1e-4, 1e-3, "mlp plan").empty());
+    CHECK(plan.graph_launches() == 3);  // to() ran the warm-up; all three runs were graph launches
   }
 }
 

@@ -7,6 +7,7 @@
 // workspace is reused once the caller has let them go.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -217,6 +218,11 @@ class Plan {
   std::size_t num_inputs() const { return g_.inputs.size(); }
   std::size_t num_outputs() const { return g_.outputs.size(); }
   std::int64_t arena_bytes() const { return arena_bytes_; }
+  /// How many runs were one CUDA Graph launch (the capturing run included)
+  /// since the plan was placed on its device: 0 on the CPU and for device
+  /// plans that run step by step (guards, index steps, failed captures).
+  /// It is how a caller, or the GPU check, sees that replay really happens.
+  std::int64_t graph_launches() const { return pool_->graph_launches.load(); }
   std::int64_t constant_bytes() const { return g_.constant_bytes(); }
   /// The options the plan was frozen with (a loaded plan: the defaults, and
   /// the saved allow_tf32 and quantize_linear).
@@ -654,6 +660,7 @@ class Plan {
     if (graphable_ && cuda) {
       if (ws.graph) {
         rt->graph_launch(ws.graph, device_.index);
+        ++pool_->graph_launches;
         return;
       }
       // A capture that cannot hold a step (an algorithm not timed for these
@@ -717,6 +724,7 @@ class Plan {
       return false;
     }
     rt->graph_launch(ws.graph, device_.index);
+    ++pool_->graph_launches;
     return true;
   }
   void read_back(DType dt, const void* dev, void* host, std::int64_t n) const {
@@ -785,6 +793,7 @@ class Plan {
   struct Pool {
     std::mutex m;
     std::vector<std::unique_ptr<Workspace>> free;
+    std::atomic<std::int64_t> graph_launches{0};
   };
   std::unique_ptr<Pool> pool_ = std::make_unique<Pool>();
 };
