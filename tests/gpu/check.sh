@@ -38,11 +38,7 @@ status=0
     -DFROST_BUILD_TESTS=ON -DFROST_BUILD_EXAMPLES=OFF -DFROST_BUILD_BENCHMARKS=$bench -DFROST_INSTALL=OFF \
     "${bench_args[@]}" || exit 1
   targets=(frost_cuda_tests)
-  if [[ $bench == ON ]]; then
-    targets+=(bench_eager_vs_frozen)
-  else
-    echo "== Google Benchmark not found (set BENCHMARK_DIR): the CUDA benchmark will NOT run"
-  fi
+  [[ $bench == ON ]] && targets+=(bench_eager_vs_frozen)
   echo "== build (${targets[*]}, $jobs jobs)"
   time cmake --build "$build" -j"$jobs" --target "${targets[@]}" || exit 1
 
@@ -80,7 +76,7 @@ status=0
     timeout -k 10 "${FROST_GPU_BENCH_SECONDS:-240}" "$build"/bench_eager_vs_frozen --device cuda --profile \
       --json "$out/eager_vs_frozen_cuda.json" || status=1
   fi
-  [[ $bench == ON ]] || echo "== CUDA benchmark: skipped (no Google Benchmark)"
+  [[ $bench == ON ]] || echo "== CUDA benchmark: skipped (Google Benchmark not found; set BENCHMARK_DIR)"
   echo "== GPU check finished: status $status"
   exit $status
 } 2>&1 | tee "$out/gpu_check.log"

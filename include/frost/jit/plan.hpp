@@ -304,6 +304,7 @@ class Plan {
     {
       std::lock_guard<std::mutex> lock(pool_->m);
       pool_->free.clear();  // workspaces of the old device
+      pool_->graph_launches = 0;  // and their graphs
     }
     // Should the warm-up throw (out of device memory), the plan is on `d`,
     // not warmed: its next run is the step-by-step one.
