@@ -21,24 +21,13 @@ inline bool batch_norm_fits(std::int64_t n, std::int64_t c, std::int64_t inner, 
          eps >= CUDNN_BN_MIN_EPSILON && n <= (training ? 880801 : 65535);
 }
 
-/// One cuDNN tensor descriptor, destroyed with it (also when a later member's set-up throws).
-struct TensorDescriptor {
-  cudnnTensorDescriptor_t d = nullptr;
-  explicit TensorDescriptor(const char* op) { FROST_CUDA(cudnnCreateTensorDescriptor(&d), op); }
-  ~TensorDescriptor() { cudnnDestroyTensorDescriptor(d); }
-  TensorDescriptor(const TensorDescriptor&) = delete;
-  TensorDescriptor& operator=(const TensorDescriptor&) = delete;
-};
-
 /// The data descriptor (x, y, dx, dy share it) and the per-channel one cuDNN derives from it.
 template <class T>
 struct BatchNormDescriptors {
   static constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL;
-  TensorDescriptor data, per_channel;
-  cudnnTensorDescriptor_t x = nullptr, stats = nullptr;
+  TensorDescriptor x, stats;
 
-  BatchNormDescriptors(std::int64_t n, std::int64_t c, std::int64_t inner, const char* op)
-      : data(op), per_channel(op), x(data.d), stats(per_channel.d) {
+  BatchNormDescriptors(std::int64_t n, std::int64_t c, std::int64_t inner, const char* op) : x(op), stats(op) {
     FROST_CUDA(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, cudnn_type<T>(), int(n), int(c), int(inner), 1), op);
     FROST_CUDA(cudnnDeriveBNTensorDescriptor(stats, x, kMode), op);
   }

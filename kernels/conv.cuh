@@ -12,6 +12,7 @@
 
 #include "check.cuh"
 #include "conv_geometry.hpp"
+#include "descriptor.cuh"
 #include "strided.cuh"
 
 namespace frost::cuda_detail {
@@ -49,19 +50,17 @@ constexpr cudnnDataType_t cudnn_type() {
   return sizeof(T) == 4 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE;
 }
 
-/// The four cuDNN descriptors of one convolution, destroyed with it.
+/// The four cuDNN descriptors of one convolution, destroyed with it (also
+/// when a later one's set-up throws: each member owns its own).
 template <class T>
 struct ConvDescriptors {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
+  TensorDescriptor x, y;
+  FilterDescriptor w;
+  ConvolutionDescriptor conv;
   bool tf32 = false;
 
-  ConvDescriptors(const ConvGeometry& g, bool tf32_allowed, const char* op) : tf32(tf32_allowed) {
-    FROST_CUDA(cudnnCreateTensorDescriptor(&x), op);
-    FROST_CUDA(cudnnCreateTensorDescriptor(&y), op);
-    FROST_CUDA(cudnnCreateFilterDescriptor(&w), op);
-    FROST_CUDA(cudnnCreateConvolutionDescriptor(&conv), op);
+  ConvDescriptors(const ConvGeometry& g, bool tf32_allowed, const char* op)
+      : x(op), y(op), w(op), conv(op), tf32(tf32_allowed) {
     FROST_CUDA(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, cudnn_type<T>(), g.x[0], g.x[1], g.x[2], g.x[3]), op);
     FROST_CUDA(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, cudnn_type<T>(), g.y[0], g.y[1], g.y[2], g.y[3]), op);
     FROST_CUDA(cudnnSetFilter4dDescriptor(w, cudnn_type<T>(), CUDNN_TENSOR_NCHW, g.w[0], g.w[1], g.w[2], g.w[3]), op);
@@ -82,14 +81,6 @@ struct ConvDescriptors {
   void use_math(int math, const char* op) {
     if (tf32_math()) FROST_CUDA(cudnnSetConvolutionMathType(conv, static_cast<cudnnMathType_t>(math)), op);
   }
-  ~ConvDescriptors() {
-    cudnnDestroyConvolutionDescriptor(conv);
-    cudnnDestroyFilterDescriptor(w);
-    cudnnDestroyTensorDescriptor(y);
-    cudnnDestroyTensorDescriptor(x);
-  }
-  ConvDescriptors(const ConvDescriptors&) = delete;
-  ConvDescriptors& operator=(const ConvDescriptors&) = delete;
 };
 
 /// The algorithm chosen for one key, and the workspace it needs.

@@ -348,18 +348,14 @@ class CudaBackend final : public Backend<T> {
                               cudnnConvolutionFwdAlgo_t algo, void* ws, std::size_t ws_bytes, const T* x, const T* w,
                               const T* bias, T* y) {
     const char* op = "conv2d (fused bias + relu)";
-    cudnnTensorDescriptor_t bd = nullptr;
-    cudnnActivationDescriptor_t ad = nullptr;
-    FROST_CUDA(cudnnCreateTensorDescriptor(&bd), op);
+    TensorDescriptor bd(op);
+    ActivationDescriptor ad(op);
     FROST_CUDA(cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NCHW, cudnn_type<T>(), 1, g.y[1], 1, 1), op);
-    FROST_CUDA(cudnnCreateActivationDescriptor(&ad), op);
     FROST_CUDA(cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0), op);
     const T one = 1, zero = 0;
     // z = y with alpha2 = 0: cuDNN reads no residual.
     const cudnnStatus_t s = cudnnConvolutionBiasActivationForward(cx.cudnn(op), &one, d.x, x, d.w, w, d.conv, algo, ws,
                                                                   ws_bytes, &zero, d.y, y, bd, bias, ad, d.y, y);
-    cudnnDestroyActivationDescriptor(ad);
-    cudnnDestroyTensorDescriptor(bd);
     if (s == CUDNN_STATUS_NOT_SUPPORTED || s == CUDNN_STATUS_BAD_PARAM) return false;
     check(s, "cudnnConvolutionBiasActivationForward", op);
     return true;

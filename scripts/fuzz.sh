@@ -11,9 +11,12 @@ fi
 out=build/fuzz
 mkdir -p "$out/corpus"
 flags=(-std=c++20 -O1 -g1 -Iinclude -isystem /usr/include/eigen3 -fopenmp=libgomp)
-clang++ "${flags[@]}" -DFROST_FUZZ_SEEDS tests/fuzz/plan_loader.cpp -o "$out/seeds" -lgomp
-"$out/seeds" "$out/corpus"
+# The two builds side by side (~80 s each, one core apiece).
+clang++ "${flags[@]}" -DFROST_FUZZ_SEEDS tests/fuzz/plan_loader.cpp -o "$out/seeds" -lgomp &
+seeds_build=$!
 clang++ "${flags[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   tests/fuzz/plan_loader.cpp -o "$out/plan_loader_fuzz" -lgomp
+wait "$seeds_build"
+"$out/seeds" "$out/corpus"
 ASAN_OPTIONS=detect_leaks=0 "$out/plan_loader_fuzz" -max_total_time="$seconds" -max_len=200000 -rss_limit_mb=4096 \
   -print_final_stats=1 -print_funcs=0 "$out/corpus"
