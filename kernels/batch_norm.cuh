@@ -8,6 +8,7 @@
 
 #include "check.cuh"
 #include "conv.cuh"
+#include "descriptor.cuh"
 
 namespace frost::cuda_detail {
 
