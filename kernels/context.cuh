@@ -1,6 +1,6 @@
 // The CUDA device context frost keeps per device: the device's stream, the
 // stream-ordered memory pool with its bookkeeping and cap, the cuBLAS and
-// convolution workspaces, the algorithm cache and the user's switches; and
+// convolution workspaces, the algorithm caches and the user's switches; and
 // per host thread, its own cuBLAS / cuBLASLt / cuDNN handles and, while it
 // captures a plan, its capture stream. Created on first use, so a program
 // that links frost::cuda starts (and runs on the CPU) where no GPU is present.
@@ -93,6 +93,7 @@ struct Context {
   std::vector<void*> retired_workspaces;
   std::mutex algo_mutex;
   std::unordered_map<ConvKey, ConvAlgo, ConvKeyHash> algos;
+  LtCache lt_algos;  // the plans' cuBLASLt linears
   std::mutex pool_mutex;
   std::vector<Handles> pool;  // handles of threads that have ended
 
@@ -111,8 +112,22 @@ struct Context {
     FROST_CUDA(cudaDeviceGetDefaultMemPool(&pool_handle, dev), op);
     std::uint64_t keep = UINT64_MAX;
     FROST_CUDA(cudaMemPoolSetAttribute(pool_handle, cudaMemPoolAttrReleaseThreshold, &keep), op);
-    // A fixed cuBLAS workspace: GEMMs captured into CUDA Graphs must not allocate.
-    FROST_CUDA(cudaMalloc(&cublas_workspace, kCublasWorkspace), op);
+    // A fixed cuBLAS workspace: GEMMs captured into CUDA Graphs must not
+    // allocate. Counted as held, as PyTorch's allocator counts its own.
+    book.reserve(kCublasWorkspace);
+    const cudaError_t e = cudaMalloc(&cublas_workspace, kCublasWorkspace);
+    if (e != cudaSuccess) book.release(kCublasWorkspace);
+    check(e, "cudaMalloc (cuBLAS workspace)", op);
+  }
+
+  /// Reads the driver's figure for the memory CUDA Graphs hold on the device
+  /// into the book (nothing changes when the driver cannot say).
+  void refresh_graph_memory() noexcept {
+    std::uint64_t bytes = 0;
+    if (cudaDeviceGetGraphMemAttribute(device, cudaGraphMemAttrReservedMemCurrent, &bytes) == cudaSuccess)
+      book.set_graph_bytes(static_cast<std::int64_t>(bytes));
+    else
+      (void)cudaGetLastError();
   }
 
   /// The stream this thread's work goes to: its capture stream while it
@@ -165,7 +180,11 @@ struct Context {
     FROST_CUDA(cublasCreate(&h.cublas), op);
     FROST_CUDA(cublasLtCreate(&h.lt), op);
     FROST_CUDA(cudnnCreate(&h.cudnn), op);
-    FROST_CUDA(cudaMalloc(&h.flag, 2 * sizeof(unsigned long long)), op);
+    constexpr std::size_t kFlagBytes = 2 * sizeof(unsigned long long);
+    book.reserve(kFlagBytes);
+    const cudaError_t e = cudaMalloc(&h.flag, kFlagBytes);
+    if (e != cudaSuccess) book.release(kFlagBytes);
+    check(e, "cudaMalloc (index check flag)", op);
     return h;
   }
   void release(const Handles& h) noexcept {
@@ -376,7 +395,11 @@ struct FindWorkspace {
 struct CudaRuntime final : detail::DeviceRuntime {
   int device_count() override { return visible_devices(); }
   std::string device_name(int device) override { return context("device_name", device).name; }
-  DeviceMemoryStats memory_stats(int device) override { return context("memory_stats", device).book.stats(); }
+  DeviceMemoryStats memory_stats(int device) override {
+    Context& cx = context("memory_stats", device);
+    cx.refresh_graph_memory();
+    return cx.book.stats();
+  }
   void reset_peak_memory_stats(int device) override { context("reset_peak_memory_stats", device).book.reset_peak(); }
   void set_memory_fraction(double fraction, int device) override {
     context("set_per_process_memory_fraction", device).book.set_fraction(fraction);
@@ -425,6 +448,8 @@ struct CudaRuntime final : detail::DeviceRuntime {
     const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
     check(e, "cudaGraphInstantiate", op);
+    std::lock_guard<std::mutex> g(graphs().m);
+    graphs().of[exec] = {device, false};
     return exec;
   }
   void capture_abort(int device) noexcept override {
@@ -436,13 +461,41 @@ struct CudaRuntime final : detail::DeviceRuntime {
     end_capture_stream(*t);
     (void)cudaGetLastError();
   }
+  // A graph's memory nodes take their memory from the driver at its first
+  // launch and keep it; the book counts it from then, and gives it back
+  // once the device's last graph is destroyed.
   void graph_launch(void* graph, int device) override {
     Context& cx = context("jit::Plan::run", device);
     FROST_CUDA(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), cx.current()),
                "jit::Plan::run (CUDA Graph replay)");
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> g(graphs().m);
+      if (const auto it = graphs().of.find(graph); it != graphs().of.end() && !it->second.launched)
+        first = it->second.launched = true;
+    }
+    if (first) cx.refresh_graph_memory();
   }
   void graph_destroy(void* graph) noexcept override {
-    if (graph) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+    if (!graph) return;
+    (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+    int device = -1;
+    bool last = true;
+    {
+      std::lock_guard<std::mutex> g(graphs().m);
+      if (const auto it = graphs().of.find(graph); it != graphs().of.end()) {
+        device = it->second.device;
+        graphs().of.erase(it);
+      }
+      for (const auto& entry : graphs().of)
+        if (entry.second.device == device) last = false;
+    }
+    Context* cx = started_context(device);
+    if (!cx) return;
+    // Trimming while other graphs live would make their next launch map
+    // their memory again; after the last one it returns the memory.
+    if (last && cudaDeviceGraphMemTrim(device) != cudaSuccess) (void)cudaGetLastError();
+    cx->refresh_graph_memory();
   }
   void* event_create(int device) override {
     const char* op = "jit::Plan::profile";
@@ -467,6 +520,21 @@ struct CudaRuntime final : detail::DeviceRuntime {
   }
 
  private:
+  struct GraphState {
+    int device = 0;
+    bool launched = false;
+  };
+  /// The live executable graphs. Never destroyed, like the contexts: a plan
+  /// may be destroyed during static destruction.
+  struct Graphs {
+    std::mutex m;
+    std::unordered_map<void*, GraphState> of;
+  };
+  static Graphs& graphs() {
+    static Graphs* all = new Graphs;
+    return *all;
+  }
+
   /// Back to the device's stream: the capture stream destroyed, the
   /// handles to be set to the device's stream at their next use (a later
   /// stream may reuse the destroyed one's address).

@@ -262,8 +262,8 @@ class CudaBackend final : public Backend<T> {
     if constexpr (std::is_same_v<T, float>) {
       Context& cx = ctx("linear");
       if (m > 0 && n > 0 && k > 0 && !trans_x && bias && lt_epilogue_takes(act) &&
-          lt_linear(cx.lt("linear"), cx.current(), cx.cublas_workspace, Context::kCublasWorkspace, tf32_allowed(), m, n, k, x, ldx,
-                    w, ldw, packed, bias, y, act))
+          lt_linear(cx.lt("linear"), cx.lt_algos, cx.current(), cx.cublas_workspace, Context::kCublasWorkspace,
+                    tf32_allowed(), m, n, k, x, ldx, w, ldw, packed, bias, y, act))
         return;
     }
     Backend<T>::linear(m, n, k, x, ldx, trans_x, w, ldw, packed, bias, y, act);

@@ -1,4 +1,5 @@
-// The device-memory bookkeeping of one device: bytes held, the peak, the
+// The device-memory bookkeeping of one device: bytes held (the pool's
+// blocks, the workspaces, the CUDA Graphs' own memory), the peak, the
 // user's cap. Plain C++ (no CUDA), so the CPU tests cover it; the CUDA
 // allocator asks it before every cudaMallocAsync.
 #pragma once
@@ -48,19 +49,29 @@ class MemoryBook {
                 " for ", device_, " is out of range (expected 0 < fraction <= 1)");
     limit_ = static_cast<std::int64_t>(fraction * static_cast<double>(total_));
   }
+  /// The memory CUDA Graphs hold for their own allocations now (the
+  /// driver's figure for the device): counted as held, beside the pool's.
+  /// The cap does not refuse it (the driver reserves it at a graph's launch),
+  /// but later allocations see it.
+  void set_graph_bytes(std::int64_t bytes) {
+    std::lock_guard<std::mutex> g(m_);
+    current_ += bytes - graph_;
+    graph_ = bytes;
+    if (current_ > peak_) peak_ = current_;
+  }
   void reset_peak() {
     std::lock_guard<std::mutex> g(m_);
     peak_ = current_;
   }
   DeviceMemoryStats stats() const {
     std::lock_guard<std::mutex> g(m_);
-    return {current_, peak_, allocations_, limit_, total_};
+    return {current_, peak_, allocations_, limit_, total_, graph_};
   }
 
  private:
   mutable std::mutex m_;
   std::string device_;
-  std::int64_t total_ = 0, current_ = 0, peak_ = 0, allocations_ = 0, limit_ = 0;
+  std::int64_t total_ = 0, current_ = 0, peak_ = 0, allocations_ = 0, limit_ = 0, graph_ = 0;
 };
 
 }  // namespace frost::cuda_detail

@@ -1,12 +1,13 @@
 // The CUDA backend's host-side logic, tested on the CPU: what cuDNN is asked
 // for a convolution (descriptor extents, the explicit-padding case), the
-// algorithm cache's keys, the device-memory bookkeeping and cap, and the
+// algorithm caches' keys (cuDNN's and cuBLASLt's), the device-memory bookkeeping and cap, and the
 // errors a program gets when CUDA is missing.
 #include <functional>
 #include <string>
 #include <unordered_set>
 
 #include "../kernels/conv_geometry.hpp"
+#include "../kernels/lt_key.hpp"
 #include "../kernels/memory_book.hpp"
 #include "support.hpp"
 
@@ -14,6 +15,8 @@ using namespace frost;
 using frost::cuda_detail::ConvKey;
 using frost::cuda_detail::ConvKeyHash;
 using frost::cuda_detail::ConvPass;
+using frost::cuda_detail::LtKey;
+using frost::cuda_detail::LtKeyHash;
 using frost::cuda_detail::MemoryBook;
 
 namespace {
@@ -116,6 +119,34 @@ TEST_CASE("cuda host: the algorithm cache keys tell every choice-relevant differ
         ConvKeyHash()(ConvKey(p, DType::float32, ConvPass::forward, false, false)));
 }
 
+TEST_CASE("cuda host: the cuBLASLt cache keys tell shapes, epilogues, TF32 and operand alignment apart") {
+  CHECK(cuda_detail::alignment_of(reinterpret_cast<const void*>(std::uintptr_t(4096))) == 256);
+  CHECK(cuda_detail::alignment_of(reinterpret_cast<const void*>(std::uintptr_t(4096 + 64))) == 64);
+  CHECK(cuda_detail::alignment_of(reinterpret_cast<const void*>(std::uintptr_t(4096 + 4))) == 4);
+  CHECK(cuda_detail::alignment_of(reinterpret_cast<const void*>(std::uintptr_t(4097))) == 1);
+  const auto at = [](std::uintptr_t a) { return reinterpret_cast<const void*>(a); };
+  constexpr std::size_t ws = 32 << 20;
+  const auto key = [&](std::int64_t m, std::uintptr_t x, UnaryOp act, bool packed, bool tf32) {
+    return LtKey(m, 128, 256, at(x), 256, at(0x10000), 256, packed, at(0x20000), act, tf32, ws);
+  };
+  std::unordered_set<LtKey, LtKeyHash> keys;
+  keys.insert(key(64, 0x30000, UnaryOp::relu, false, false));
+  // Another address with the same alignment is the same key: one answer
+  // serves every batch the arena places at a 256-byte boundary.
+  keys.insert(key(64, 0x40000, UnaryOp::relu, false, false));
+  CHECK(keys.size() == 1);
+  keys.insert(key(1, 0x30000, UnaryOp::relu, false, false));           // batch
+  keys.insert(key(64, 0x30040, UnaryOp::relu, false, false));          // x only 64-byte aligned
+  keys.insert(key(64, 0x30000, UnaryOp::gelu_tanh, false, false));     // epilogue
+  keys.insert(key(64, 0x30000, UnaryOp::copy, false, false));          // bias alone
+  keys.insert(key(64, 0x30000, UnaryOp::relu, true, false));           // packed weight
+  keys.insert(key(64, 0x30000, UnaryOp::relu, false, true));           // TF32
+  keys.insert(LtKey(64, 128, 256, at(0x30000), 256, at(0x10000), 256, false, at(0x20000), UnaryOp::relu, false, ws / 2));
+  CHECK(keys.size() == 8);
+  CHECK(LtKeyHash()(key(64, 0x30000, UnaryOp::relu, false, false)) ==
+        LtKeyHash()(key(64, 0x50000, UnaryOp::relu, false, false)));
+}
+
 TEST_CASE("cuda host: device memory bookkeeping counts, peaks and caps") {
   MemoryBook book(1000, "cuda:0");
   book.reserve(300);
@@ -140,6 +171,27 @@ TEST_CASE("cuda host: device memory bookkeeping counts, peaks and caps") {
   CHECK(book.stats().current_bytes == 500);  // the refused allocation is not counted
   CHECK(error_of([&] { book.set_fraction(1.5); }).find("out of range") != std::string::npos);
   CHECK(error_of([&] { book.set_fraction(0); }).find("out of range") != std::string::npos);
+}
+
+TEST_CASE("cuda host: the memory CUDA Graphs hold counts as held, and later allocations see it under the cap") {
+  MemoryBook book(1000, "cuda:0");
+  book.reserve(100);
+  book.set_graph_bytes(300);  // a plan's graph launched: the driver reports 300 bytes for graphs
+  auto s = book.stats();
+  CHECK(s.current_bytes == 400);
+  CHECK(s.graph_bytes == 300);
+  CHECK(s.peak_bytes == 400);
+  CHECK(s.allocations == 1);  // the driver's memory is not one of frost's allocations
+  book.set_graph_bytes(300);  // asked again, unchanged: not counted twice
+  CHECK(book.stats().current_bytes == 400);
+  book.set_fraction(0.5);
+  CHECK(error_of([&] { book.reserve(101); }).find("400 bytes in use") != std::string::npos);
+  book.reserve(100);
+  book.set_graph_bytes(0);  // the last graph destroyed, its memory trimmed
+  s = book.stats();
+  CHECK(s.current_bytes == 200);
+  CHECK(s.graph_bytes == 0);
+  CHECK(s.peak_bytes == 500);
 }
 
 TEST_CASE("cuda host: asking for CUDA without a device, or without frost::cuda, is a clear error") {

@@ -11,14 +11,16 @@
 
 namespace frost {
 
-/// Device memory counters of one device (bytes held by tensor storages and
-/// plan arenas through frost's pool).
+/// Device memory counters of one device: bytes frost holds there (tensor
+/// storages and plan arenas through its pool, the cuBLAS and convolution
+/// workspaces, and what plans' CUDA Graphs keep for their own allocations).
 struct DeviceMemoryStats {
   std::int64_t current_bytes = 0;   ///< held now
   std::int64_t peak_bytes = 0;      ///< most held at once since the last reset_peak_memory_stats
   std::int64_t allocations = 0;     ///< allocations made
   std::int64_t limit_bytes = 0;     ///< the cap set by set_per_process_memory_fraction (0: none)
   std::int64_t total_bytes = 0;     ///< the device's memory
+  std::int64_t graph_bytes = 0;     ///< of current_bytes: reserved by CUDA Graphs' memory nodes
 };
 
 namespace detail {
