@@ -5,9 +5,11 @@
 # run, device moves, errors and memory counters), then the CUDA benchmark.
 # Usage: tests/gpu/check.sh LOG_DIR   (writes LOG_DIR/gpu_check.log, and
 # LOG_DIR/eager_vs_frozen_cuda.json when Google Benchmark is installed).
-# Time limits, in seconds: FROST_GPU_SUITE_SECONDS (300) for the suite,
-# FROST_GPU_RERUN_SECONDS (180) for rerunning its cases after a crash,
-# FROST_GPU_BENCH_SECONDS (240) for the benchmark.
+# Time limits, in seconds: FROST_GPU_TOTAL_SECONDS (480, the 8
+# minutes) for the whole check, build included; within it
+# FROST_GPU_SUITE_SECONDS (300) for the suite, FROST_GPU_RERUN_SECONDS (180)
+# for rerunning its cases after a crash, FROST_GPU_BENCH_SECONDS (240) for
+# the benchmark. A stage gets what is left of the whole when that is less.
 set -uo pipefail
 out=${1:?usage: tests/gpu/check.sh LOG_DIR}
 mkdir -p "$out"
@@ -16,6 +18,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 build=${FROST_GPU_BUILD:-build/gpu}
 jobs=$(nproc 2>/dev/null || echo 4)
 status=0
+deadline=$((SECONDS + ${FROST_GPU_TOTAL_SECONDS:-480}))
+# The smaller of a stage's own limit ($1) and the seconds the check has left.
+limit() {
+  local left=$((deadline - SECONDS))
+  ((left < $1)) && echo "$left" || echo "$1"
+}
 
 {
   echo "== GPU check: $(date -u +%FT%TZ)"
@@ -40,14 +48,22 @@ status=0
   targets=(frost_cuda_tests)
   [[ $bench == ON ]] && targets+=(bench_eager_vs_frozen)
   echo "== build (${targets[*]}, $jobs jobs)"
-  time cmake --build "$build" -j"$jobs" --target "${targets[@]}" || exit 1
+  if ! time timeout -k 10 "$(limit 100000)" cmake --build "$build" -j"$jobs" --target "${targets[@]}"; then
+    echo "== the build failed, or ran past FROST_GPU_TOTAL_SECONDS; nothing run"
+    exit 1
+  fi
 
   # Every run has a time limit: a hung case (a deadlock, a spin on a failed
   # thread) must not take the device time the rest of the check needs.
   # timeout's 124 (or 137 after its KILL) counts as a crash below.
   echo "== CUDA test suite"
   tests="$build"/frost_cuda_tests
-  timeout -k 10 "${FROST_GPU_SUITE_SECONDS:-300}" "$tests" -ts=cuda --duration=true
+  suite_limit=$(limit "${FROST_GPU_SUITE_SECONDS:-300}")
+  if ((suite_limit < 10)); then
+    echo "== out of time: the build left ${suite_limit}s of FROST_GPU_TOTAL_SECONDS; nothing run"
+    exit 1
+  fi
+  timeout -k 10 "$suite_limit" "$tests" -ts=cuda --duration=true
   rc=$?
   if ((rc != 0)); then
     status=1
@@ -57,13 +73,13 @@ status=0
       n=$("$tests" -ts=cuda --count | sed -n 's/.*passing the current filters: \([0-9]*\).*/\1/p')
       echo "== the suite ended with status $rc: its ${n:-?} cases one process each"
       crashed=()
-      deadline=$((SECONDS + ${FROST_GPU_RERUN_SECONDS:-180}))
+      rerun_end=$((SECONDS + $(limit "${FROST_GPU_RERUN_SECONDS:-180}")))
       for ((i = 1; i <= ${n:-0}; i++)); do
-        if ((SECONDS >= deadline)); then
+        if ((SECONDS + 5 >= rerun_end)); then
           echo "== out of time for the reruns: cases $i to $n not run again"
           break
         fi
-        timeout -k 5 60 "$tests" -ts=cuda --first=$i --last=$i --duration=true
+        timeout -k 5 "$(limit 60)" "$tests" -ts=cuda --first=$i --last=$i --duration=true
         case_rc=$?
         ((case_rc > 1)) && crashed+=("$i (status $case_rc)")
       done
@@ -71,9 +87,13 @@ status=0
     fi
   fi
 
-  if [[ $bench == ON ]]; then
-    echo "== CUDA benchmark"
-    timeout -k 10 "${FROST_GPU_BENCH_SECONDS:-240}" "$build"/bench_eager_vs_frozen --device cuda --profile \
+  bench_limit=$(limit "${FROST_GPU_BENCH_SECONDS:-240}")
+  if [[ $bench == ON ]] && ((bench_limit < 10)); then
+    echo "== CUDA benchmark: not run, ${bench_limit}s of FROST_GPU_TOTAL_SECONDS left"
+    status=1
+  elif [[ $bench == ON ]]; then
+    echo "== CUDA benchmark (${bench_limit}s limit)"
+    timeout -k 10 "$bench_limit" "$build"/bench_eager_vs_frozen --device cuda --profile \
       --json "$out/eager_vs_frozen_cuda.json" || status=1
   fi
   [[ $bench == ON ]] || echo "== CUDA benchmark: skipped (Google Benchmark not found; set BENCHMARK_DIR)"

@@ -225,6 +225,8 @@ TEST_CASE("cuda: the memory counters follow allocations and the cap is a clear e
   cuda::synchronize();
   const auto before = cuda::memory_stats();
   CHECK(before.total_bytes > 0);
+  CHECK(before.current_bytes >= (32 << 20));  // the cuBLAS workspace counts as held
+  CHECK(before.graph_bytes <= before.current_bytes);
   {
     auto big = Tensor<float>::empty({1 << 20}, kCuda);
     CHECK(cuda::memory_stats().current_bytes >= before.current_bytes + (4 << 20));
