@@ -53,13 +53,15 @@ struct Handles {
 struct Context;
 
 /// What a host thread holds on one device: its handles (once it has used
-/// the device) and, while it captures a plan, the stream it captures on and
-/// the blocks allocated inside the capture (the graph's own allocations).
+/// the device) and, while it captures a plan, the stream it captures on,
+/// the blocks allocated inside the capture (the graph's own allocations)
+/// and the plan's slot for the index step being captured.
 struct ThreadState {
   Context* owner = nullptr;
   Handles handles;
   cudaStream_t capture = nullptr;
   std::vector<void*> captured;
+  unsigned long long* index_slot = nullptr;  // set by a capturing plan: where index kernels record
   ~ThreadState();
 };
 /// Set when the thread's states are destroyed at its exit; a storage freed
@@ -160,6 +162,11 @@ struct Context {
       t.handles.bound = s;
     }
     return t.handles;
+  }
+  /// The slot a capturing plan set for this thread's index kernels (null: none).
+  unsigned long long* index_slot() const {
+    const ThreadState* t = thread_state(device);
+    return t ? t->index_slot : nullptr;
   }
   cublasHandle_t cublas(const char* op) { return handles(op).cublas; }
   cublasLtHandle_t lt(const char* op) { return handles(op).lt; }
@@ -497,6 +504,14 @@ struct CudaRuntime final : detail::DeviceRuntime {
     if (last && cudaDeviceGraphMemTrim(device) != cudaSuccess) (void)cudaGetLastError();
     cx->refresh_graph_memory();
   }
+  void set_thread_index_slot(int device, void* slot) override {
+    const char* op = "jit::Plan (CUDA Graph capture)";
+    FROST_CHECK(device >= 0 && device < kMaxCudaDevices, "frost::", op, ": cuda:", device,
+                " is not a device index frost takes");
+    ThreadState* t = thread_state(device);
+    FROST_CHECK(t != nullptr, "frost::", op, ": this thread's CUDA state was destroyed (during its exit)");
+    t->index_slot = static_cast<unsigned long long*>(slot);
+  }
   void* event_create(int device) override {
     const char* op = "jit::Plan::profile";
     context(op, device);
@@ -541,6 +556,7 @@ struct CudaRuntime final : detail::DeviceRuntime {
   static void end_capture_stream(ThreadState& t) noexcept {
     cudaStreamDestroy(std::exchange(t.capture, nullptr));
     t.captured.clear();
+    t.index_slot = nullptr;
     t.handles.bound = nullptr;
   }
 };

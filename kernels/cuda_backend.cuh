@@ -4,7 +4,8 @@
 // cuBLASLt); convolution and batch norm are cuDNN. Everything runs on the
 // device's one stream (a capturing thread's goes to its capture stream), so
 // the eager path only synchronises to read values back: item(), to(cpu), and
-// the bad-index flag of the indexing kernels.
+// the bad-index flag of the indexing kernels (a plan's CUDA Graph reads its
+// index steps' flags once, after the graph).
 #pragma once
 #include <climits>
 #include <cstdint>
@@ -139,10 +140,10 @@ class CudaBackend final : public Backend<T> {
     const std::int64_t n = y.numel();
     if (n == 0) return;
     const IndexGeom g = index_geom(y.shape, dim, y.strides, Shape{}, x.strides);
-    arm_flag(cx, op);
+    unsigned long long* flag = index_flag(cx, op);
     index_select_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(
-        n, g, x.shape[dim], index.strides[0], x.data, index.data, y.data, cx.flag(op));
-    check_flag(cx, op, dim, x.shape[dim]);
+        n, g, x.shape[dim], index.strides[0], x.data, index.data, y.data, flag);
+    check_index(cx, op, flag, dim, x.shape[dim]);
   }
   void gather(const View<const T>& x, int dim, const View<const std::int64_t>& index, const View<T>& y) override {
     const char* op = "gather";
@@ -150,10 +151,10 @@ class CudaBackend final : public Backend<T> {
     const std::int64_t n = y.numel();
     if (n == 0) return;
     const IndexGeom g = index_geom(y.shape, dim, y.strides, index.strides, x.strides);
-    arm_flag(cx, op);
+    unsigned long long* flag = index_flag(cx, op);
     gather_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(n, g, x.shape[dim], x.data, index.data,
-                                                                            y.data, cx.flag(op));
-    check_flag(cx, op, dim, x.shape[dim]);
+                                                                            y.data, flag);
+    check_index(cx, op, flag, dim, x.shape[dim]);
   }
   void scatter_add(const View<T>& y, int dim, const View<const std::int64_t>& index,
                    const View<const T>& src) override {
@@ -162,10 +163,10 @@ class CudaBackend final : public Backend<T> {
     const std::int64_t n = index.numel();
     if (n == 0) return;
     const IndexGeom g = index_geom(index.shape, dim, src.strides, index.strides, y.strides);
-    arm_flag(cx, op);
+    unsigned long long* flag = index_flag(cx, op);
     scatter_add_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(n, g, y.shape[dim], src.data,
-                                                                                 index.data, y.data, cx.flag(op));
-    check_flag(cx, op, dim, y.shape[dim]);
+                                                                                 index.data, y.data, flag);
+    check_index(cx, op, flag, dim, y.shape[dim]);
   }
 
   void conv2d(const Conv2dParams& p, const View<const T>& x, const View<const T>& w, const T* bias, const View<T>& y,
@@ -298,15 +299,22 @@ class CudaBackend final : public Backend<T> {
  private:
   /// The device's context, with the device made current for this thread.
   Context& ctx(const char* op) { return context(op, device_); }
-  /// This thread's bad-index flag, cleared on its stream before an index kernel.
-  static void arm_flag(Context& cx, const char* op) {
+  /// Where an index kernel records a bad index: the slot of the plan step
+  /// being captured (the plan clears it and reads it after the graph runs),
+  /// else this thread's flag, cleared on its stream first.
+  static unsigned long long* index_flag(Context& cx, const char* op) {
+    if (unsigned long long* slot = cx.index_slot()) return slot;
     FROST_CUDA(cudaMemsetAsync(cx.flag(op), 0, 2 * sizeof(unsigned long long), cx.current()), op);
+    return cx.flag(op);
   }
-  /// Reads the index flag back (one sync) and reports a bad index as the CPU kernels do.
-  static void check_flag(Context& cx, const char* op, int dim, std::int64_t size) {
+  /// After an index kernel: its launch checked, and unless it recorded into
+  /// a plan's slot, its flag read back (one sync) and a bad index reported
+  /// as the CPU kernels do.
+  static void check_index(Context& cx, const char* op, const unsigned long long* flag, int dim, std::int64_t size) {
     check_launch(op);
+    if (flag == cx.index_slot()) return;
     unsigned long long f[2] = {0, 0};
-    FROST_CUDA(cudaMemcpyAsync(f, cx.flag(op), sizeof f, cudaMemcpyDeviceToHost, cx.current()), op);
+    FROST_CUDA(cudaMemcpyAsync(f, flag, sizeof f, cudaMemcpyDeviceToHost, cx.current()), op);
     cx.sync(op);
     const auto bad = static_cast<std::int64_t>(f[1]);
     FROST_CHECK(f[0] == 0, "frost::", op, ": index ", bad, " is out of bounds for dim ", dim, " with size ", size,

@@ -109,4 +109,17 @@ struct LinearLayers : nn::ModuleT<double> {
   }
 };
 
+/// A plan whose index step can fall out of range at run time: each row of
+/// x [n, 10] takes the table row its largest column names, and the table
+/// has 4 rows. in_range() picks rows 1 and 0; out_of_range()'s second row
+/// picks row 7.
+struct Router : nn::Module {
+  TF table = register_buffer("table", TF::randn({4, 3}));
+  // index_select, not nn::Embedding: an embedding checks its indices on the
+  // host, which a plan keeps as a guard; this index reaches the kernel.
+  TF forward(const TF& x) { return table.index_select(0, x.argmax(1)) + x.narrow(1, 0, 3); }
+  static TF in_range() { return TF::from({0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {2, 10}); }
+  static TF out_of_range() { return TF::from({0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0}, {2, 10}); }
+};
+
 }  // namespace frost::test

@@ -868,3 +868,16 @@ TEST_CASE("freeze for a device (Plan::to(cuda)'s options), run on the CPU: equal
     CHECK(2.7 * double(plan.arena_bytes()) <= double(eager_peak));
   }
 }
+
+TEST_CASE("jit: an index the plan computes out of range is the index op's error, and the plan runs on after it") {
+  manual_seed(41);
+  auto router = nn::make<test::Router>();
+  const T in_range = test::Router::in_range();
+  auto plan = jit::freeze(router, in_range);
+  CHECK(count(plan.graph(), jit::StepKind::index_select) == 1);
+  const T want = [&] { InferenceMode im; return router(in_range); }();
+  CHECK(close(plan.run(in_range), want));
+  CHECK_THROWS_WITH_AS((void)plan.run(test::Router::out_of_range()),
+                       doctest::Contains("index 7 is out of bounds for dim 0 with size 4"), Error);
+  CHECK(close(plan.run(in_range), want));
+}

@@ -13,6 +13,7 @@
 
 #include "../../examples/research_model.hpp"
 #include "../op_table.hpp"
+#include "../support.hpp"
 #include "gpu_support.hpp"
 
 namespace frost::test::optable {
@@ -512,6 +513,30 @@ TEST_CASE("cuda: a plan with a guard runs step by step on the device and still c
   }
   CHECK_THROWS_AS((void)plan.run(Tensor<float>::randn({2, 3, 16, 16}) * 0.1f), jit::GuardFailure);
   CHECK(plan.graph_launches() == 0);  // a guard reads back to the host: never captured
+}
+
+TEST_CASE("cuda: a plan with an index step replays as a CUDA Graph and still reports a bad index") {
+  if (no_gpu()) return;
+  namespace jit = frost::jit;
+  manual_seed(41);
+  auto router = nn::make<test::Router>();
+  const auto in_range = test::Router::in_range();
+  auto plan = jit::freeze(router, in_range);
+  const auto want = [&] { InferenceMode im; return router(in_range); }();
+  plan.to(kCuda);
+  for (int run = 0; run < 3; ++run)
+    CHECK(differ(plan.run(in_range).cpu(), want, 1e-6, 1e-6, "index plan run " + std::to_string(run)).empty());
+  CHECK(plan.graph_launches() == 2);  // run 0 step by step (no warm-up on zeros), run 1 captured, run 2 replayed
+  try {
+    (void)plan.run(test::Router::out_of_range());
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("index 7 is out of bounds for dim 0 with size 4") != std::string::npos);
+    CHECK(std::string(e.what()).find("CUDA Graph") != std::string::npos);
+  }
+  // The graph clears its checks at its start: the next run is clean.
+  CHECK(differ(plan.run(in_range).cpu(), want, 1e-6, 1e-6, "index plan after the error").empty());
+  CHECK(plan.graph_launches() == 4);
 }
 
 TEST_CASE("cuda: an MLP plan (fused linear epilogues) on the device matches eager, batch 1 and 64") {

@@ -52,6 +52,13 @@ struct DeviceRuntime {
   virtual void capture_abort(int device) noexcept = 0;
   virtual void graph_launch(void* graph, int device) = 0;
   virtual void graph_destroy(void* graph) noexcept = 0;
+  /// Index checks inside a plan's CUDA Graph. An index kernel reads its
+  /// bad-index flag back after each launch, a sync no capture can hold;
+  /// while `slot` (device memory, two uint64 cleared by the caller) is set
+  /// for the calling thread on `device`, the index kernels it queues there
+  /// record into it instead (1 and the first bad index), and the plan reads
+  /// the slots back after the graph runs. Null restores the usual checks.
+  virtual void set_thread_index_slot(int device, void* slot) = 0;
   // Timing a plan's steps (Plan::profile): events recorded on the calling
   // thread's stream on the device; the milliseconds between two recorded
   // events, once the later one has passed (it waits for it).

@@ -297,18 +297,22 @@ class Plan {
       }
     }
     device_ = d;
-    graphable_ = g_.guards.empty() && std::none_of(g_.steps.begin(), g_.steps.end(), [](const Step& s) {
-      // Index kernels read back a bad-index flag (a sync), which a capture cannot hold.
-      return s.kind == StepKind::index_select || s.kind == StepKind::gather || s.kind == StepKind::scatter_add;
-    });
+    graphable_ = g_.guards.empty();
+    index_steps_.clear();
+    for (std::size_t i = 0; i < g_.steps.size(); ++i) {
+      const StepKind k = g_.steps[i].kind;
+      if (k == StepKind::index_select || k == StepKind::gather || k == StepKind::scatter_add) index_steps_.push_back(i);
+    }
     {
       std::lock_guard<std::mutex> lock(pool_->m);
       pool_->free.clear();  // workspaces of the old device
       pool_->graph_launches = 0;  // and their graphs
     }
     // Should the warm-up throw (out of device memory), the plan is on `d`,
-    // not warmed: its next run is the step-by-step one.
-    if (d.is_cuda() && graphable_) warm_up();
+    // not warmed: its next run is the step-by-step one. An index computed
+    // from zeros may be out of range where the user's inputs give none, so
+    // a plan with index steps warms up on its first run instead.
+    if (d.is_cuda() && graphable_ && index_steps_.empty()) warm_up();
   }
 
  public:
@@ -496,6 +500,10 @@ class Plan {
     std::vector<Ref<StorageImpl>> inputs;
     int runs = 0, failed_captures = 0;
     void* graph = nullptr;
+    // The graph's index checks: two int64 a step of index_steps_ on the
+    // device (bad?, the first bad index), read back into `index_host`.
+    Ref<StorageImpl> index_slots;
+    std::vector<std::int64_t> index_host;
     Workspace() = default;
     Workspace(const Workspace&) = delete;
     Workspace& operator=(const Workspace&) = delete;
@@ -553,6 +561,10 @@ class Plan {
         ws->bases[b] = device_.is_cpu() ? buf.data->data : device_constants_[b]->data;
       else if (buf.kind == BufferKind::intermediate && offsets_[b] >= 0)
         ws->bases[b] = static_cast<char*>(ws->arena->data) + offsets_[b];
+    }
+    if (!device_.is_cpu() && !index_steps_.empty()) {
+      ws->index_host.assign(2 * index_steps_.size(), 0);
+      ws->index_slots = StorageImpl::on(device_, ws->index_host.size() * sizeof(std::int64_t), allocator());
     }
     if (!device_.is_cpu()) {
       for (std::size_t i = 0; i < g_.inputs.size(); ++i) {
@@ -652,8 +664,9 @@ class Plan {
   /// The steps on the device: the first run step by step (it times the
   /// convolution algorithms for these shapes, as cudnn.benchmark does, and
   /// sizes the workspaces; to() makes it), the second captured as a CUDA
-  /// Graph, later ones one graph launch. Plans with guards (or index steps)
-  /// always run step by step.
+  /// Graph, later ones one graph launch. Plans with guards always run step
+  /// by step; a graph with index steps is followed by one read-back of
+  /// their bad-index checks (a sync; step by step, each index step syncs).
   void execute_device(Workspace& ws) const {
     frost::detail::DeviceRuntime* rt = frost::detail::cuda_runtime_slot();
     const bool cuda = rt && device_.is_cuda();
@@ -662,6 +675,7 @@ class Plan {
       if (ws.graph) {
         rt->graph_launch(ws.graph, device_.index);
         ++pool_->graph_launches;
+        check_index_slots(ws);
         return;
       }
       // A capture that cannot hold a step (an algorithm not timed for these
@@ -709,7 +723,7 @@ class Plan {
   bool capture(Workspace& ws, frost::detail::DeviceRuntime* rt) const {
     rt->capture_begin(device_.index);
     try {
-      for (const auto& s : g_.steps) detail::run_step(s, ws.bases.data(), device_);
+      capture_steps(ws, rt);
     } catch (const Error&) {
       rt->capture_abort(device_.index);
       ++ws.failed_captures;
@@ -726,7 +740,51 @@ class Plan {
     }
     rt->graph_launch(ws.graph, device_.index);
     ++pool_->graph_launches;
+    check_index_slots(ws);
     return true;
+  }
+  /// The steps queued into the capture. The index steps record a bad index
+  /// in the workspace's slots, which the graph clears first.
+  void capture_steps(Workspace& ws, frost::detail::DeviceRuntime* rt) const {
+    if (index_steps_.empty()) {
+      for (const auto& s : g_.steps) detail::run_step(s, ws.bases.data(), device_);
+      return;
+    }
+    auto* slots = static_cast<std::int64_t*>(ws.index_slots->data);
+    backend_for<std::int64_t>(device_).fill(View<std::int64_t>(slots, Shape{static_cast<std::int64_t>(ws.index_host.size())}), 0);
+    struct Unset {  // the thread's usual index checks back, however the capture ends
+      frost::detail::DeviceRuntime* rt;
+      int device;
+      ~Unset() {
+        try {
+          rt->set_thread_index_slot(device, nullptr);
+        } catch (...) {  // only during the thread's exit, when its state is gone
+        }
+      }
+    } unset{rt, device_.index};
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < g_.steps.size(); ++i) {
+      const bool index = next < index_steps_.size() && index_steps_[next] == i;
+      if (index) rt->set_thread_index_slot(device_.index, slots + 2 * next++);
+      detail::run_step(g_.steps[i], ws.bases.data(), device_);
+      if (index) rt->set_thread_index_slot(device_.index, nullptr);
+    }
+  }
+  /// After a graph run with index steps: their slots read back (one sync)
+  /// and the first bad index reported as the step's own check would have.
+  void check_index_slots(Workspace& ws) const {
+    if (index_steps_.empty()) return;
+    std::vector<std::int64_t>& h = ws.index_host;
+    backend_for<std::int64_t>(device_).copy_to_host(static_cast<const std::int64_t*>(ws.index_slots->data), h.data(),
+                                                    static_cast<std::int64_t>(h.size()));
+    for (std::size_t k = 0; k < index_steps_.size(); ++k) {
+      if (h[2 * k] == 0) continue;
+      const Step& s = g_.steps[index_steps_[k]];
+      const std::int64_t size = (s.kind == StepKind::scatter_add ? s.out[0] : s.in[0]).shape[static_cast<int>(s.i0)];
+      frost::detail::fail("frost::", step_kind_name(s.kind), ": index ", h[2 * k + 1], " is out of bounds for dim ", s.i0,
+                   " with size ", size, " (expected 0 <= index < ", size, "; step ", index_steps_[k],
+                   " of a frozen plan, in its CUDA Graph)");
+    }
   }
   void read_back(DType dt, const void* dev, void* host, std::int64_t n) const {
     if (dt == DType::float32) backend_for<float>(device_).copy_to_host(static_cast<const float*>(dev), static_cast<float*>(host), n);
@@ -791,6 +849,7 @@ class Plan {
   Device device_ = Device::cpu();
   std::vector<Ref<StorageImpl>> device_constants_;  // by buffer id, on device_ (empty on the CPU)
   bool graphable_ = false;
+  std::vector<std::size_t> index_steps_;  // positions of the index steps (device plans)
   struct Pool {
     std::mutex m;
     std::vector<std::unique_ptr<Workspace>> free;
