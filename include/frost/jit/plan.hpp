@@ -220,7 +220,7 @@ class Plan {
   std::int64_t arena_bytes() const { return arena_bytes_; }
   /// How many runs were one CUDA Graph launch (the capturing run included)
   /// since the plan was placed on its device: 0 on the CPU and for device
-  /// plans that run step by step (guards, index steps, failed captures).
+  /// plans that run step by step (guards, failed captures).
   /// It is how a caller, or the GPU check, sees that replay really happens.
   std::int64_t graph_launches() const { return pool_->graph_launches.load(); }
   std::int64_t constant_bytes() const { return g_.constant_bytes(); }
