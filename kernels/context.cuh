@@ -116,10 +116,17 @@ struct Context {
     FROST_CUDA(cudaMemPoolSetAttribute(pool_handle, cudaMemPoolAttrReleaseThreshold, &keep), op);
     // A fixed cuBLAS workspace: GEMMs captured into CUDA Graphs must not
     // allocate. Counted as held, as PyTorch's allocator counts its own.
-    book.reserve(kCublasWorkspace);
-    const cudaError_t e = cudaMalloc(&cublas_workspace, kCublasWorkspace);
-    if (e != cudaSuccess) book.release(kCublasWorkspace);
-    check(e, "cudaMalloc (cuBLAS workspace)", op);
+    cublas_workspace = counted_malloc(kCublasWorkspace, "cudaMalloc (cuBLAS workspace)", op);
+  }
+
+  /// cudaMalloc'd memory the context keeps for good, counted as held.
+  void* counted_malloc(std::size_t bytes, const char* call, const char* op) {
+    book.reserve(bytes);
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess) book.release(bytes);
+    check(e, call, op);
+    return p;
   }
 
   /// Reads the driver's figure for the memory CUDA Graphs hold on the device
@@ -187,11 +194,8 @@ struct Context {
     FROST_CUDA(cublasCreate(&h.cublas), op);
     FROST_CUDA(cublasLtCreate(&h.lt), op);
     FROST_CUDA(cudnnCreate(&h.cudnn), op);
-    constexpr std::size_t kFlagBytes = 2 * sizeof(unsigned long long);
-    book.reserve(kFlagBytes);
-    const cudaError_t e = cudaMalloc(&h.flag, kFlagBytes);
-    if (e != cudaSuccess) book.release(kFlagBytes);
-    check(e, "cudaMalloc (index check flag)", op);
+    h.flag = static_cast<unsigned long long*>(
+        counted_malloc(2 * sizeof(unsigned long long), "cudaMalloc (index check flag)", op));
     return h;
   }
   void release(const Handles& h) noexcept {
