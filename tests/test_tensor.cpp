@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -721,6 +723,36 @@ TEST_CASE("tensor: memory_stats tracks current peak and allocations") {
     CHECK(frost::memory_stats().current_bytes == before + 2 * 64 * 64 * 8);  // w and w.grad
   }
   CHECK(frost::memory_stats().current_bytes == before);
+}
+
+TEST_CASE("tensor: reset_peak_memory_stats resets every live thread's peak") {
+  // A worker that once held a temporary and is still alive: its old peak
+  // must not stay in the summed peak after a reset.
+  std::mutex m;
+  std::condition_variable cv;
+  bool allocated = false, release = false;
+  std::thread worker([&] {
+    { auto tmp = TF::empty({5000}); }
+    std::unique_lock<std::mutex> lock(m);
+    allocated = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  });
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return allocated; });
+  }
+  frost::reset_peak_memory_stats();
+  const auto s = frost::memory_stats();
+  CHECK(s.peak_bytes == s.current_bytes);
+  { auto mine = TF::empty({100}); }
+  CHECK(frost::memory_stats().peak_bytes == s.current_bytes + 400);
+  {
+    std::lock_guard<std::mutex> lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  worker.join();
 }
 
 // ---- matmul against a naive loop --------------------------------------------

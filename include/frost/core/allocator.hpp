@@ -234,17 +234,19 @@ inline MemoryStats memory_stats() {
   return m;
 }
 
-/// Resets the calling thread's peak to its current bytes (like
-/// torch.cuda.reset_peak_memory_stats); measure a region on one thread.
+/// Resets the peak to the bytes held now (like
+/// torch.cuda.reset_peak_memory_stats): every thread's peak starts again at
+/// its own current bytes, so the summed peak equals the current total.
+/// Resetting only the calling thread left another live thread's old peak in
+/// the sum (a worker that once held a temporary kept it there for good).
 inline void reset_peak_memory_stats() {
-  auto& t = detail::thread_stats();
-  t.peak.store(t.current.load(std::memory_order_relaxed), std::memory_order_relaxed);
   auto& r = detail::stats_registry();
   std::lock_guard<std::mutex> g(r.m);
+  // Another thread's concurrent note_alloc may overwrite this store with its
+  // own newer peak; either value is a correct peak from the reset on.
+  for (auto* t : r.live) t->peak.store(t->current.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // Exited threads' bytes still held (a storage outliving the thread that
-  // made it) are part of the current total, so they start the new peak too;
-  // resetting their peak to 0 made the summed peak fall below the current
-  // bytes by exactly that much.
+  // made it) are part of the current total, so they start the new peak too.
   r.retired_peak = r.retired_current;
 }
 
