@@ -123,10 +123,30 @@ struct Context {
   void* counted_malloc(std::size_t bytes, const char* call, const char* op) {
     book.reserve(bytes);
     void* p = nullptr;
-    const cudaError_t e = cudaMalloc(&p, bytes);
+    cudaError_t e = cudaMalloc(&p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      if (trim_pool()) e = cudaMalloc(&p, bytes);
+    }
     if (e != cudaSuccess) book.release(bytes);
     check(e, call, op);
     return p;
+  }
+
+  /// Gives the pool's cached free blocks back to the driver, once the
+  /// stream's queued frees are done: for memory wanted outside the pool (a
+  /// cudaMalloc, a graph's memory nodes at their first launch) that the
+  /// pool's cache, kept for reuse, left the device short of. False when it
+  /// could not (this thread is capturing: a sync would end the capture).
+  bool trim_pool() noexcept {
+    if (capturing()) return false;
+    cudaMemPool_t pool_handle;
+    if (cudaStreamSynchronize(stream) != cudaSuccess || cudaDeviceGetDefaultMemPool(&pool_handle, device) != cudaSuccess ||
+        cudaMemPoolTrimTo(pool_handle, 0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return true;
   }
 
   /// Reads the driver's figure for the memory CUDA Graphs hold on the device
@@ -203,21 +223,28 @@ struct Context {
     pool.push_back(h);
   }
 
+  /// A block from the device's pool, in stream order. Inside a capture it
+  /// is a memory node of the graph: no memory is mapped then, so the book
+  /// does not count it (the graph's memory is counted as graph_bytes once
+  /// it is launched), and the cap does not refuse it.
   void* allocate(std::size_t bytes, const char* op) {
     if (bytes == 0) return nullptr;
-    book.reserve(bytes);
-    void* p = nullptr;
     ThreadState* t = thread_state(device);
-    const cudaError_t e = cudaMallocAsync(&p, bytes, t && t->capture ? t->capture : stream);
-    if (e == cudaSuccess && t && t->capture) t->captured.push_back(p);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      book.release(bytes);
-      const DeviceMemoryStats s = book.stats();
-      detail::fail("frost::", op, ": out of memory on cuda:", device, ": cudaMallocAsync of ", bytes, " bytes failed (",
-                   cudaGetErrorName(e), "); frost holds ", s.current_bytes, " of ", s.total_bytes, " bytes");
+    const bool in_capture = t && t->capture;
+    if (!in_capture) book.reserve(bytes);
+    void* p = nullptr;
+    const cudaError_t e = cudaMallocAsync(&p, bytes, in_capture ? t->capture : stream);
+    if (e == cudaSuccess) {
+      if (in_capture) t->captured.push_back(p);
+      return p;
     }
-    return p;
+    (void)cudaGetLastError();
+    if (!in_capture) book.release(bytes);
+    const DeviceMemoryStats s = book.stats();
+    detail::fail("frost::", op, ": ", e == cudaErrorMemoryAllocation ? "out of memory on cuda:" : "allocation failed on cuda:",
+                 device, ": cudaMallocAsync of ", bytes, " bytes", in_capture ? " (in a CUDA Graph capture)" : "",
+                 " failed (", cudaGetErrorName(e), ": ", cudaGetErrorString(e), "); frost holds ", s.current_bytes,
+                 " of ", s.total_bytes, " bytes");
   }
   /// Frees in stream order: a block the capturing thread allocated inside
   /// its capture is the graph's, freed in the graph; any other block goes
@@ -225,20 +252,25 @@ struct Context {
   void deallocate(void* p, std::size_t bytes) noexcept {
     if (!p) return;
     cudaStream_t s = stream;
+    bool graphs_own = false;
     if (ThreadState* t = thread_state(device); t && t->capture) {
       const auto it = std::find(t->captured.begin(), t->captured.end(), p);
       if (it != t->captured.end()) {
         t->captured.erase(it);
         s = t->capture;
+        graphs_own = true;
       }
     }
-    (void)cudaFreeAsync(p, s);  // at exit the runtime may be gone already: nothing left to free then
-    book.release(bytes);
+    // At exit the runtime may be gone already (nothing left to free then);
+    // a failure must not stay behind for the next launch check to report.
+    if (cudaFreeAsync(p, s) != cudaSuccess) (void)cudaGetLastError();
+    if (!graphs_own) book.release(bytes);
   }
 
   /// A workspace of at least `bytes`, reused across calls (stream order keeps
   /// it safe). A grown-out block is kept, not freed: a captured CUDA Graph
-  /// may still point at it.
+  /// may still point at it. It grows to at least twice its size, so the
+  /// blocks kept that way add up to less than the one in use.
   void* workspace_for(std::size_t bytes, const char* op) {
     std::lock_guard<std::mutex> g(workspace_mutex);
     if (bytes <= workspace_bytes) return workspace;
@@ -246,10 +278,18 @@ struct Context {
     // not use it. The plan runs step by step once instead (that grows it).
     FROST_CHECK(!capturing(), "frost::", op, ": a CUDA Graph capture needs a ", bytes,
                 "-byte workspace, larger than the ", workspace_bytes, " bytes reserved");
-    void* grown = allocate(bytes, op);
+    std::size_t size = std::max(bytes, 2 * workspace_bytes);
+    void* grown = nullptr;
+    try {
+      grown = allocate(size, op);
+    } catch (const Error&) {
+      if (size == bytes) throw;
+      size = bytes;  // the doubled size did not fit; exactly what is asked may
+      grown = allocate(size, op);
+    }
     if (workspace) retired_workspaces.push_back(workspace);
     workspace = grown;
-    workspace_bytes = bytes;
+    workspace_bytes = size;
     return workspace;
   }
 
@@ -477,8 +517,15 @@ struct CudaRuntime final : detail::DeviceRuntime {
   // once the device's last graph is destroyed.
   void graph_launch(void* graph, int device) override {
     Context& cx = context("jit::Plan::run", device);
-    FROST_CUDA(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), cx.current()),
-               "jit::Plan::run (CUDA Graph replay)");
+    const auto exec = static_cast<cudaGraphExec_t>(graph);
+    cudaError_t e = cudaGraphLaunch(exec, cx.current());
+    if (e == cudaErrorMemoryAllocation) {
+      // The first launch maps the graph's memory; the pool's cached blocks
+      // may hold what it needs.
+      (void)cudaGetLastError();
+      if (cx.trim_pool()) e = cudaGraphLaunch(exec, cx.current());
+    }
+    check(e, "cudaGraphLaunch", "jit::Plan::run (CUDA Graph replay)");
     bool first = false;
     {
       std::lock_guard<std::mutex> g(graphs().m);
@@ -489,10 +536,11 @@ struct CudaRuntime final : detail::DeviceRuntime {
   }
   void graph_destroy(void* graph) noexcept override {
     if (!graph) return;
-    (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
     int device = -1;
     bool last = true;
     {
+      // Out of the registry before it is destroyed: a graph instantiated
+      // meanwhile may get the same address, and its entry must stay.
       std::lock_guard<std::mutex> g(graphs().m);
       if (const auto it = graphs().of.find(graph); it != graphs().of.end()) {
         device = it->second.device;
@@ -501,6 +549,7 @@ struct CudaRuntime final : detail::DeviceRuntime {
       for (const auto& entry : graphs().of)
         if (entry.second.device == device) last = false;
     }
+    if (cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)) != cudaSuccess) (void)cudaGetLastError();
     Context* cx = started_context(device);
     if (!cx) return;
     // Trimming while other graphs live would make their next launch map

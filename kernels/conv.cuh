@@ -11,6 +11,7 @@
 #include <frost/core/functors.hpp>
 
 #include "check.cuh"
+#include "conv_algo.hpp"
 #include "conv_geometry.hpp"
 #include "descriptor.cuh"
 #include "strided.cuh"
@@ -83,26 +84,29 @@ struct ConvDescriptors {
   }
 };
 
-/// The algorithm chosen for one key, and the workspace it needs.
-struct ConvAlgo {
-  int algo = 0;
-  std::size_t workspace = 0;
-  int math = CUDNN_DEFAULT_MATH;  // cudnnMathType_t the algorithm was chosen with
-};
-
-/// Picks from cuDNN's ranked candidates (heuristics) or times them (benchmark
-/// mode): the first that succeeds and fits `max_ws`.
+/// cuDNN's candidates for one pass, best first (its heuristics, or timed in
+/// benchmark mode), that may run here: ranked a success, fitting `max_ws`,
+/// and keeping the precision asked for. ALLOW_CONVERSION (fp16 operands) is
+/// never taken, and a float convolution without TF32 takes FMA math only
+/// (what PyTorch asserts of cuDNN's answers).
 template <class Perf, class Get, class Find>
-ConvAlgo choose_algo(bool benchmark, std::size_t max_ws, Get&& get, Find&& find, const char* op) {
+std::vector<ConvAlgo> conv_candidates(bool benchmark, std::size_t max_ws, bool fma_only, Get&& get, Find&& find,
+                                      const char* op) {
   constexpr int kMax = 16;
   Perf perf[kMax];
   int n = 0;
   if (benchmark) find(kMax, &n, perf);
   else get(kMax, &n, perf);
-  for (int i = 0; i < n; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= max_ws)
-      return {static_cast<int>(perf[i].algo), perf[i].memory, static_cast<int>(perf[i].mathType)};
-  detail::fail("frost::", op, ": cuDNN offered no convolution algorithm that fits a ", max_ws, "-byte workspace");
+  std::vector<ConvAlgo> out;
+  for (int i = 0; i < n; ++i) {
+    const Perf& c = perf[i];
+    if (c.status != CUDNN_STATUS_SUCCESS || c.memory > max_ws) continue;
+    if (c.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || (fma_only && c.mathType != CUDNN_FMA_MATH)) continue;
+    out.push_back({static_cast<int>(c.algo), c.memory, static_cast<int>(c.mathType)});
+  }
+  FROST_CHECK(!out.empty(), "frost::", op, ": cuDNN offered no convolution algorithm that fits a ", max_ws,
+              "-byte workspace", fma_only ? " in full float precision" : "", " (", n, " ranked)");
+  return out;
 }
 
 }  // namespace frost::cuda_detail

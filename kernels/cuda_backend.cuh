@@ -111,6 +111,14 @@ class CudaBackend final : public Backend<T> {
     if constexpr (FloatScalar<T>) {
       Context& cx = ctx("matmul");
       if (m == 0 || n == 0 || batch == 0) return;
+      if (k == 0) {
+        // C = beta C, done here: cuBLAS has returned stale output for an
+        // empty inner dimension (pytorch#31421), and C may be fresh memory.
+        const View<T> cv(c, Shape{batch, m, n}, Shape{sc, ldc, 1});
+        if (beta == T(0)) fill(cv, T(0));
+        else unary(UnaryOp::mul_scalar, cv, cv, beta, T(0));
+        return;
+      }
       for (std::int64_t v : {m, n, k, lda, ldb, ldc, batch})
         FROST_CHECK(v <= INT_MAX, "frost::matmul (cuBLAS): extent ", v, " (m=", m, ", n=", n, ", k=", k,
                     ", batch=", batch, ") does not fit cuBLAS's 32-bit arguments");
@@ -137,10 +145,16 @@ class CudaBackend final : public Backend<T> {
                     const View<T>& y) override {
     const char* op = "index_select";
     Context& cx = ctx(op);
-    const std::int64_t n = y.numel();
-    if (n == 0) return;
-    const IndexGeom g = index_geom(y.shape, dim, y.strides, Shape{}, x.strides);
+    const std::int64_t n = y.numel(), n_index = index.numel();
+    if (n_index == 0) return;
     unsigned long long* flag = index_flag(cx, op);
+    if (n == 0) {
+      index_check_kernel<<<grid_for(n_index, cx.sm_count), kThreads, 0, cx.current()>>>(
+          n_index, x.shape[dim], index.strides[0], index.data, flag);
+      check_index(cx, op, flag, dim, x.shape[dim]);
+      return;
+    }
+    const IndexGeom g = index_geom(y.shape, dim, y.strides, Shape{}, x.strides);
     index_select_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(
         n, g, x.shape[dim], index.strides[0], x.data, index.data, y.data, flag);
     check_index(cx, op, flag, dim, x.shape[dim]);
@@ -321,25 +335,59 @@ class CudaBackend final : public Backend<T> {
                 " (expected 0 <= index < ", size, ")");
   }
 
-  template <class Perf, class Get, class Find>
-  ConvAlgo algo_for(const Conv2dParams& p, ConvPass pass, Get&& get, Find&& find, const char* op) {
+  /// One convolution pass through cuDNN: `run(algo, workspace)` makes the
+  /// call and returns its status. The algorithm cached for these shapes runs
+  /// if there is one; otherwise cuDNN's candidates are tried best first (one
+  /// whose workspace cannot be had, or that cuDNN refuses or fails to run,
+  /// gives way to the next) and the first that ran is cached.
+  template <class Perf, class Get, class Find, class Run>
+  void run_conv(const Conv2dParams& p, ConvPass pass, ConvDescriptors<T>& d, Get&& get, Find&& find, Run&& run,
+                const char* call, const char* op) {
     Context& cx = ctx(op);
     const bool timed = timed_algorithms();
     const ConvKey key(p, dtype_of<T>(), pass, tf32_allowed(), timed);
+    ConvAlgo cached;
+    bool hit = false;
     {
       std::lock_guard<std::mutex> g(cx.algo_mutex);
       auto it = cx.algos.find(key);
-      if (it != cx.algos.end()) return it->second;
+      if ((hit = it != cx.algos.end())) cached = it->second;
+    }
+    if (hit) {
+      void* ws = cx.workspace_for(cached.workspace, op);
+      d.use_math(cached.math, op);
+      check(run(cached, ws), call, op);
+      return;
     }
     // A capture cannot time (it synchronises) nor ask cuDNN's heuristics
     // afresh: the plan runs step by step once instead, which fills the cache.
     FROST_CHECK(!cx.capturing(), "frost::", op, ": no convolution algorithm chosen yet for these shapes (",
                 p.in_channels, " -> ", p.out_channels, " channels, TF32 ", tf32_allowed() ? "on" : "off",
                 ") inside a CUDA Graph capture");
-    const ConvAlgo a = choose_algo<Perf>(timed, kMaxWorkspace, get, find, op);
+    const bool fma_only = sizeof(T) == 4 && !d.tf32_math();
+    const std::vector<ConvAlgo> candidates = conv_candidates<Perf>(timed, kMaxWorkspace, fma_only, get, find, op);
+    const ConvAlgo chosen = first_that_runs(
+        candidates,
+        [&](const ConvAlgo& a) {
+          void* ws = nullptr;
+          try {
+            ws = cx.workspace_for(a.workspace, op);
+          } catch (const Error& e) {
+            return ConvAttempt::unavailable(e.what());
+          }
+          d.use_math(a.math, op);
+          const cudnnStatus_t s = run(a, ws);
+          const int category = CUDNN_STATUS_CATEGORY(s);
+          if (category == CUDNN_STATUS_NOT_SUPPORTED || category == CUDNN_STATUS_EXECUTION_FAILED) {
+            (void)cudaGetLastError();  // a failed launch inside cuDNN must not be blamed on the next kernel
+            return ConvAttempt::unavailable(cudnnGetErrorString(s));
+          }
+          check(s, call, op);
+          return ConvAttempt::ok();
+        },
+        op);
     std::lock_guard<std::mutex> g(cx.algo_mutex);
-    cx.algos.emplace(key, a);
-    return a;
+    cx.algos.emplace(key, chosen);
   }
 
   /// x copied into a zero-padded buffer of the geometry's extents.
@@ -364,7 +412,10 @@ class CudaBackend final : public Backend<T> {
     // z = y with alpha2 = 0: cuDNN reads no residual.
     const cudnnStatus_t s = cudnnConvolutionBiasActivationForward(cx.cudnn(op), &one, d.x, x, d.w, w, d.conv, algo, ws,
                                                                   ws_bytes, &zero, d.y, y, bd, bias, ad, d.y, y);
-    if (s == CUDNN_STATUS_NOT_SUPPORTED || s == CUDNN_STATUS_BAD_PARAM) return false;
+    // cuDNN 9 refines these into sub-codes (NOT_SUPPORTED_SHAPE, BAD_PARAM_*, ...):
+    // any of them means this fused form is unavailable here, so take the unfused path.
+    const int category = CUDNN_STATUS_CATEGORY(s);
+    if (category == CUDNN_STATUS_NOT_SUPPORTED || category == CUDNN_STATUS_BAD_PARAM) return false;
     check(s, "cudnnConvolutionBiasActivationForward", op);
     return true;
   }
@@ -389,8 +440,10 @@ void CudaBackend<T>::conv2d(const Conv2dParams& p, const View<const T>& x, const
       pad_input(cx, g, p, x.data, padded.as<T>());
       xin = padded.as<T>();
     }
-    const ConvAlgo a = algo_for<cudnnConvolutionFwdAlgoPerf_t>(
-        p, ConvPass::forward,
+    const T one = 1, zero = 0;
+    bool fused = false;
+    run_conv<cudnnConvolutionFwdAlgoPerf_t>(
+        p, ConvPass::forward, d,
         [&](int req, int* n, cudnnConvolutionFwdAlgoPerf_t* perf) {
           FROST_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(cx.cudnn(op), d.x, d.w, d.conv, d.y, req, n, perf), op);
         },
@@ -400,19 +453,16 @@ void CudaBackend<T>::conv2d(const Conv2dParams& p, const View<const T>& x, const
                                                             n, perf, ws.p, ws.bytes),
                      op);
         },
-        op);
-    void* ws = cx.workspace_for(a.workspace, op);
-    d.use_math(a.math, op);
-    const T one = 1, zero = 0;
-    // Bias + ReLU (a plan's fused epilogue) inside cuDNN's convolution when it takes them.
-    if (bias && act == UnaryOp::relu &&
-        fused_bias_relu(cx, d, g, static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws, a.workspace, xin, w.data, bias,
-                        y.data))
-      return;
-    FROST_CUDA(cudnnConvolutionForward(cx.cudnn(op), &one, d.x, xin, d.w, w.data, d.conv,
-                                       static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws, a.workspace, &zero, d.y,
-                                       y.data),
-               op);
+        [&](const ConvAlgo& a, void* ws) {
+          const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(a.algo);
+          // Bias + ReLU (a plan's fused epilogue) inside cuDNN's convolution when it takes them.
+          fused = bias && act == UnaryOp::relu && fused_bias_relu(cx, d, g, algo, ws, a.workspace, xin, w.data, bias, y.data);
+          if (fused) return CUDNN_STATUS_SUCCESS;
+          return cudnnConvolutionForward(cx.cudnn(op), &one, d.x, xin, d.w, w.data, d.conv, algo, ws, a.workspace, &zero,
+                                         d.y, y.data);
+        },
+        "cudnnConvolutionForward", op);
+    if (fused) return;
     if (bias || act != UnaryOp::copy) launch_bias_act(cx, y.data, y.numel(), bias, p.out_channels, p.out_h * p.out_w, act, op);
   } else {
     math_unsupported("conv2d");
@@ -434,8 +484,9 @@ void CudaBackend<T>::conv2d_grad_input(const Conv2dParams& p, const View<const T
       FROST_CUDA(cudaMemsetAsync(dx.data, 0, std::size_t(dx.numel()) * sizeof(T), cx.current()), op);
       return;
     }
-    const ConvAlgo a = algo_for<cudnnConvolutionBwdDataAlgoPerf_t>(
-        p, ConvPass::backward_data,
+    const T one = 1, zero = 0;
+    run_conv<cudnnConvolutionBwdDataAlgoPerf_t>(
+        p, ConvPass::backward_data, d,
         [&](int req, int* n, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
           FROST_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(cx.cudnn(op), d.w, d.y, d.conv, d.x, req, n, perf), op);
         },
@@ -445,14 +496,12 @@ void CudaBackend<T>::conv2d_grad_input(const Conv2dParams& p, const View<const T
                                                                  req, n, perf, ws.p, ws.bytes),
                      op);
         },
-        op);
-    void* ws = cx.workspace_for(a.workspace, op);
-    d.use_math(a.math, op);
-    const T one = 1, zero = 0;
-    FROST_CUDA(cudnnConvolutionBackwardData(cx.cudnn(op), &one, d.w, w.data, d.y, dy.data, d.conv,
-                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), ws, a.workspace, &zero,
-                                            d.x, out),
-               op);
+        [&](const ConvAlgo& a, void* ws) {
+          return cudnnConvolutionBackwardData(cx.cudnn(op), &one, d.w, w.data, d.y, dy.data, d.conv,
+                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), ws, a.workspace, &zero,
+                                              d.x, out);
+        },
+        "cudnnConvolutionBackwardData", op);
     if (g.explicit_pad) {
       const std::int64_t planes = p.batch * p.in_channels, n = planes * p.in_h * p.in_w;
       crop_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(planes, p.in_h, p.in_w, g.x[2], g.x[3],
@@ -483,8 +532,9 @@ void CudaBackend<T>::conv2d_grad_weight(const Conv2dParams& p, const View<const 
       pad_input(cx, g, p, x.data, padded.as<T>());
       xin = padded.as<T>();
     }
-    const ConvAlgo a = algo_for<cudnnConvolutionBwdFilterAlgoPerf_t>(
-        p, ConvPass::backward_filter,
+    const T one = 1, zero = 0;
+    run_conv<cudnnConvolutionBwdFilterAlgoPerf_t>(
+        p, ConvPass::backward_filter, d,
         [&](int req, int* n, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
           FROST_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cx.cudnn(op), d.x, d.y, d.conv, d.w, req, n, perf), op);
         },
@@ -494,14 +544,12 @@ void CudaBackend<T>::conv2d_grad_weight(const Conv2dParams& p, const View<const 
                                                                    dw.data, req, n, perf, ws.p, ws.bytes),
                      op);
         },
-        op);
-    void* ws = cx.workspace_for(a.workspace, op);
-    d.use_math(a.math, op);
-    const T one = 1, zero = 0;
-    FROST_CUDA(cudnnConvolutionBackwardFilter(cx.cudnn(op), &one, d.x, xin, d.y, dy.data, d.conv,
-                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), ws, a.workspace,
-                                              &zero, d.w, dw.data),
-               op);
+        [&](const ConvAlgo& a, void* ws) {
+          return cudnnConvolutionBackwardFilter(cx.cudnn(op), &one, d.x, xin, d.y, dy.data, d.conv,
+                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), ws, a.workspace,
+                                                &zero, d.w, dw.data);
+        },
+        "cudnnConvolutionBackwardFilter", op);
   } else {
     math_unsupported("conv2d_grad_weight");
   }

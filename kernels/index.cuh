@@ -46,6 +46,15 @@ inline IndexGeom index_geom(const Shape& shape, int dim, const Shape& a, const S
   return g;
 }
 
+/// Only the bounds check of index_select's indices: for an empty result
+/// (another dim is 0) whose indices must still be in range, as on the CPU.
+__global__ void index_check_kernel(std::int64_t n, std::int64_t size, std::int64_t index_stride,
+                                   const std::int64_t* index, unsigned long long* flag) {
+  const std::int64_t step = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t f = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; f < n; f += step)
+    (void)index_ok(index[f * index_stride], size, flag);
+}
+
 // a = y, b = index (1-D, stride b[0]), c = x
 template <class T>
 __global__ void index_select_kernel(std::int64_t n, IndexGeom g, std::int64_t size, std::int64_t index_stride,

@@ -85,9 +85,13 @@ inline LtChoice lt_heuristic(cublasLtHandle_t lt, LtCall& c, const LtKey& key, s
     FROST_CUDA(cublasLtMatmulPreferenceSetAttribute(c.pref, attr, &align, sizeof align), op);
   cublasLtMatmulHeuristicResult_t best{};
   int found = 0;
-  if (cublasLtMatmulAlgoGetHeuristic(lt, c.op, c.a, c.b, c.d, c.d, c.pref, 1, &best, &found) != CUBLAS_STATUS_SUCCESS ||
-      found == 0)
-    return {};
+  // NOT_SUPPORTED or nothing found: no algorithm for this epilogue (the
+  // caller's plain path runs, and the answer is cached). Anything else is a
+  // real error in what was asked, not a reason to fall back quietly.
+  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt, c.op, c.a, c.b, c.d, c.d, c.pref, 1, &best, &found);
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED) return {};
+  check(s, "cublasLtMatmulAlgoGetHeuristic", op);
+  if (found == 0) return {};
   return {true, best.algo};
 }
 

@@ -132,7 +132,7 @@ void with_reduce_op(ReduceOp op, F&& f) {
 /// How many chunks to split each of `rows` rows of `inner` elements into (1: no split).
 inline std::int64_t reduce_chunks_for(std::int64_t rows, std::int64_t inner, int sm_count) {
   constexpr std::int64_t kMinChunk = 8192;
-  if (rows >= 2 * std::int64_t(sm_count) || inner < 2 * kMinChunk) return 1;
+  if (rows == 0 || rows >= 2 * std::int64_t(sm_count) || inner < 2 * kMinChunk) return 1;  // rows == 0: nothing to split (and no division by it)
   const std::int64_t want = (4 * std::int64_t(sm_count) + rows - 1) / rows;  // about four blocks per multiprocessor
   const std::int64_t most = inner / kMinChunk;
   return want < most ? want : most;

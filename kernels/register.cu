@@ -25,8 +25,10 @@ struct Registrar {
     register_all<float>();
     register_all<double>();
     register_all<std::int64_t>();
-    static CudaRuntime runtime;
-    detail::cuda_runtime_slot() = &runtime;
+    // Never destroyed, like the contexts: a plan destroyed during static
+    // destruction still reaches it through the slot.
+    static CudaRuntime* runtime = new CudaRuntime;
+    detail::cuda_runtime_slot() = runtime;
   }
 };
 const Registrar registrar;

@@ -5,13 +5,17 @@
 #include <functional>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
+#include "../kernels/conv_algo.hpp"
 #include "../kernels/conv_geometry.hpp"
 #include "../kernels/lt_key.hpp"
 #include "../kernels/memory_book.hpp"
 #include "support.hpp"
 
 using namespace frost;
+using frost::cuda_detail::ConvAlgo;
+using frost::cuda_detail::ConvAttempt;
 using frost::cuda_detail::ConvKey;
 using frost::cuda_detail::ConvKeyHash;
 using frost::cuda_detail::ConvPass;
@@ -117,6 +121,42 @@ TEST_CASE("cuda host: the algorithm cache keys tell every choice-relevant differ
   CHECK(keys.size() == 7);
   CHECK(ConvKeyHash()(ConvKey(p, DType::float32, ConvPass::forward, false, false)) ==
         ConvKeyHash()(ConvKey(p, DType::float32, ConvPass::forward, false, false)));
+}
+
+TEST_CASE("cuda host: a convolution takes the first of cuDNN's candidates that runs, and says why none did") {
+  using frost::cuda_detail::first_that_runs;
+  const std::vector<ConvAlgo> candidates = {{1, 1 << 30, 0}, {6, 4096, 0}, {0, 0, 0}};
+  // The best one's workspace cannot be had: the next one runs; the last is never tried.
+  std::vector<int> tried;
+  const ConvAlgo chosen = first_that_runs(
+      candidates,
+      [&](const ConvAlgo& a) {
+        tried.push_back(a.algo);
+        return a.workspace > (1 << 20) ? ConvAttempt::unavailable("out of memory") : ConvAttempt::ok();
+      },
+      "conv2d");
+  CHECK(chosen.algo == 6);
+  CHECK(chosen.workspace == 4096);
+  CHECK(tried == std::vector<int>{1, 6});
+  // None runs: one error naming the op and each candidate's reason.
+  const std::string none = error_of([&] {
+    (void)first_that_runs(candidates, [](const ConvAlgo&) { return ConvAttempt::unavailable("CUDNN_STATUS_NOT_SUPPORTED"); },
+                          "conv2d_grad_weight");
+  });
+  CHECK(none.find("frost::conv2d_grad_weight: none of cuDNN's 3 candidate convolution algorithms ran") != std::string::npos);
+  CHECK(none.find("algorithm 1 (1073741824-byte workspace): CUDNN_STATUS_NOT_SUPPORTED") != std::string::npos);
+  CHECK(none.find("algorithm 0 (0-byte workspace)") != std::string::npos);
+  // A real error from a run ends the search: no later candidate runs.
+  tried.clear();
+  CHECK_THROWS_AS(first_that_runs(
+                      candidates,
+                      [&](const ConvAlgo& a) -> ConvAttempt {
+                        tried.push_back(a.algo);
+                        throw Error("frost::conv2d: cudnnConvolutionForward failed: CUDNN_STATUS_BAD_PARAM");
+                      },
+                      "conv2d"),
+                  Error);
+  CHECK(tried == std::vector<int>{1});
 }
 
 TEST_CASE("cuda host: the cuBLASLt cache keys tell shapes, epilogues, TF32 and operand alignment apart") {

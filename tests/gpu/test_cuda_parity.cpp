@@ -207,6 +207,39 @@ TEST_CASE("cuda: long reductions split across blocks (sum, max, min, mean over f
   CHECK(std::isnan(x.to(kCuda).max().item()));
 }
 
+TEST_CASE("cuda: empty extents (no rows, an empty inner dimension) match the CPU") {
+  if (no_gpu()) return;
+  // Reductions with no output rows but long input rows (the split-reduction
+  // heuristic must not divide by the zero rows).
+  for (const Shape& s : {Shape{0, 20000}, Shape{0, 128, 128}}) {
+    const auto x = Tensor<float>::zeros(s);
+    const auto d = x.to(kCuda);
+    CHECK(differ(d.sum({-1}).cpu(), x.sum({-1}), 0, 0, "sum " + s.str()).empty());
+    CHECK(differ(d.mean({-1}).cpu(), x.mean({-1}), 0, 0, "mean " + s.str()).empty());
+  }
+  // matmul with an empty inner dimension: zeros, not whatever the fresh memory held.
+  Generator g(5);
+  const auto a = Tensor<double>::randn({3, 0}, &g), b = Tensor<double>::randn({0, 4}, &g);
+  CHECK(differ(a.to(kCuda).matmul(b.to(kCuda)).cpu(), Tensor<double>::zeros({3, 4}), 0, 0, "mm, k = 0").empty());
+  const auto ba = Tensor<double>::randn({2, 3, 0}, &g), bb = Tensor<double>::randn({2, 0, 4}, &g);
+  CHECK(differ(ba.to(kCuda).matmul(bb.to(kCuda)).cpu(), Tensor<double>::zeros({2, 3, 4}), 0, 0, "bmm, k = 0").empty());
+  // index_select into an empty result still checks its indices, as the CPU does.
+  const auto idx = IndexTensor::from({0, 5});
+  std::string cpu_error, cuda_error;
+  try {
+    (void)Tensor<float>::zeros({3, 0}).index_select(0, idx);
+  } catch (const Error& e) {
+    cpu_error = e.what();
+  }
+  try {
+    (void)Tensor<float>::zeros({3, 0}, kCuda).index_select(0, idx.to(kCuda));
+  } catch (const Error& e) {
+    cuda_error = e.what();
+  }
+  CHECK(cpu_error.find("index 5 is out of bounds for dim 0 with size 3") != std::string::npos);
+  CHECK(cuda_error.find("index 5 is out of bounds for dim 0 with size 3") != std::string::npos);
+}
+
 TEST_CASE("cuda: an out-of-range index on the device is the CPU's error") {
   if (no_gpu()) return;
   auto x = Tensor<float>::ones({3, 4}, kCuda);

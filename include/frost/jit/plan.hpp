@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "../core/device_runtime.hpp"
@@ -672,12 +673,7 @@ class Plan {
     const bool cuda = rt && device_.is_cuda();
     const DeviceSwitches switches(cuda ? rt : nullptr, opt_.allow_tf32);
     if (graphable_ && cuda) {
-      if (ws.graph) {
-        rt->graph_launch(ws.graph, device_.index);
-        ++pool_->graph_launches;
-        check_index_slots(ws);
-        return;
-      }
+      if (ws.graph && launch_graph(ws, rt)) return;
       // A capture that cannot hold a step (an algorithm not timed for these
       // shapes, e.g. after the TF32 switch changed; a workspace to grow)
       // falls back to a step-by-step run, which times and sizes them, so the
@@ -738,7 +734,21 @@ class Plan {
       ++ws.failed_captures;
       return false;
     }
-    rt->graph_launch(ws.graph, device_.index);
+    return launch_graph(ws, rt);
+  }
+  /// One replay of the workspace's graph, then the index steps' checks;
+  /// false (nothing ran) when the launch itself failed, e.g. the device had
+  /// no memory left to map the graph's. The graph is dropped then, and this
+  /// workspace runs step by step from then on, as it would have without
+  /// graphs: the caller's run goes on that way.
+  bool launch_graph(Workspace& ws, frost::detail::DeviceRuntime* rt) const {
+    try {
+      rt->graph_launch(ws.graph, device_.index);
+    } catch (const Error&) {
+      rt->graph_destroy(std::exchange(ws.graph, nullptr));
+      ws.failed_captures = kMaxFailedCaptures;
+      return false;
+    }
     ++pool_->graph_launches;
     check_index_slots(ws);
     return true;
