@@ -31,6 +31,8 @@ template <class T>
 void accumulate_leaf(TensorImpl<T>& leaf, Tensor<T> g, bool create_graph) {
   FROST_CHECK(g.shape() == leaf.shape, "frost::backward: a gradient of shape ", g.shape().str(),
               " reached a leaf of shape ", leaf.shape.str(), " (an op's backward rule returned the wrong shape)");
+  FROST_CHECK(g.device() == leaf.storage->device, "frost::backward: a gradient on ", g.device().str(),
+              " reached a leaf on ", leaf.storage->device.str(), " (a leaf's .grad lives on its own device)");
   if (!create_graph) g = g.detach();
   if (!leaf.grad) {
     // After detach() g's impl is ours; its memory is ours if nobody else
@@ -108,6 +110,8 @@ std::vector<Tensor<T>> run_backward(const std::vector<Tensor<T>>& roots, const s
     } else {
       FROST_CHECK(g.shape() == r.shape(), "frost::backward: gradient of shape ", g.shape().str(),
                   " does not match the output's shape ", r.shape().str());
+      FROST_CHECK(g.device() == r.device(), "frost::backward: the gradient is on ", g.device().str(),
+                  " but the output is on ", r.device().str(), "; move it with .to(device)");
     }
     seeds[i] = std::move(g);
   }

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -178,13 +179,14 @@ class Plan {
   /// traced constants of the same names and the freeze passes run again (so
   /// folded weights are recomputed); no trace, no model code involved.
   template <class M>
+    requires(!std::is_convertible_v<const M&, std::string>)  // a path (a string literal too) is the overload below
   void refit(const M& module) {
     const auto& m = module_ref(module);
     std::map<std::string, Ref<StorageImpl>> by_name;
     std::map<std::string, std::pair<DType, std::int64_t>> meta;
     auto add = [&](const std::string& name, const auto& t) {
       using U = std::remove_cvref_t<decltype(*t.data())>;
-      const auto c = t.detach().contiguous().clone();
+      const auto c = t.detach().cpu().contiguous().clone();  // a module trained on a GPU refits too
       by_name[name] = c.impl()->storage;
       meta[name] = {dtype_of<U>(), c.numel()};
     };

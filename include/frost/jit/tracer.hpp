@@ -124,7 +124,7 @@ class Tracer final : public frost::detail::TraceHooks {
   template <class T>
   void add_input(const Tensor<T>& x) {
     FROST_CHECK(x.device().is_cpu(), "frost::jit::trace: input ", g_.inputs.size(), " is on ", x.device().str(),
-                "; plans run on the CPU for now");
+                "; plans are traced on the CPU (trace there, then plan.to(device) runs the plan on a GPU)");
     FROST_CHECK(x.is_contiguous() && x.storage_offset() == 0 &&
                     x.impl()->storage->nbytes == static_cast<std::size_t>(x.numel()) * sizeof(T),
                 "frost::jit::trace: input ", g_.inputs.size(), " must own a dense storage (pass x.clone())");
@@ -141,6 +141,9 @@ class Tracer final : public frost::detail::TraceHooks {
   /// A parameter or buffer of the traced module, under its dotted name.
   template <class T>
   void add_constant(const Tensor<T>& x, const std::string& name) {
+    // Checked for every parameter, used or not: the freeze reads them all on the host.
+    FROST_CHECK(x.device().is_cpu(), "frost::jit::trace: parameter or buffer '", name, "' is on ", x.device().str(),
+                "; plans are traced on the CPU (move the module there, trace, then plan.to(device))");
     StorageImpl* s = x.impl()->storage.get();
     if (buf_of_.count(s)) return;  // shared (tied) weights: the first name wins
     Buffer b;
@@ -180,7 +183,7 @@ class Tracer final : public frost::detail::TraceHooks {
   // ---- TraceHooks -------------------------------------------------------------
   void on_alloc(StorageImpl* s) override {
     FROST_CHECK(s->device.is_cpu(), "frost::jit::trace: the traced code made a tensor on ", s->device.str(),
-                "; plans run on the CPU for now (move the module and inputs with .to(Device::cpu()))");
+                "; plans are traced on the CPU (move the module and inputs there, trace, then plan.to(device))");
     keep_.emplace_back(s);  // alive until the trace ends: addresses stay unique
     addr_[reinterpret_cast<std::uintptr_t>(s->data)] = s;
   }

@@ -92,6 +92,7 @@ struct ClassLossOptions {
 template <FloatScalar T>
 Tensor<T> nll_loss(const Tensor<T>& input, const IndexTensor& target, const ClassLossOptions<T>& o = {}) {
   frost::detail::check_same_device(input, target, "nll_loss");
+  if (o.weight.defined()) frost::detail::check_same_device(input, o.weight, "nll_loss (weight)");
   FROST_CHECK(input.dim() == 2 || input.dim() == 1, "frost::nn::functional::nll_loss: input must be [N, C] or [C], got ",
               input.shape().str());
   const Tensor<T> x = input.dim() == 1 ? input.unsqueeze(0) : input;
@@ -121,6 +122,7 @@ template <FloatScalar T>
 Tensor<T> cross_entropy(const Tensor<T>& input, const IndexTensor& target, const ClassLossOptions<T>& o = {}) {
   FROST_CHECK(o.label_smoothing >= 0 && o.label_smoothing <= 1,
               "frost::nn::functional::cross_entropy: label_smoothing must be in [0, 1], got ", o.label_smoothing);
+  if (o.weight.defined()) frost::detail::check_same_device(input, o.weight, "cross_entropy (weight)");
   FROST_CHECK(input.dim() == 2 || input.dim() == 1,
               "frost::nn::functional::cross_entropy: input must be [N, C] or [C], got ", input.shape().str());
   const int cdim = input.dim() - 1;
@@ -149,6 +151,7 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexTensor& target, const
 template <FloatScalar T>
 Tensor<T> cross_entropy(const Tensor<T>& input, const Tensor<T>& target_probs, const ClassLossOptions<T>& o = {}) {
   detail::check_same_shape(input, target_probs, "cross_entropy");
+  if (o.weight.defined()) frost::detail::check_same_device(input, o.weight, "cross_entropy (weight)");
   FROST_CHECK(input.dim() == 2, "frost::nn::functional::cross_entropy: input must be [N, C], got ", input.shape().str());
   const std::int64_t c = input.size(1);
   auto p = o.label_smoothing > 0 ? target_probs * T(1 - o.label_smoothing) + T(o.label_smoothing / double(c))
@@ -163,6 +166,7 @@ template <FloatScalar T>
 Tensor<T> binary_cross_entropy(const Tensor<T>& input, const Tensor<T>& target, Reduction r = Reduction::mean,
                                const Tensor<T>& weight = {}) {
   detail::check_same_shape(input, target, "binary_cross_entropy");
+  if (weight.defined()) frost::detail::check_same_device(input, weight, "binary_cross_entropy (weight)");
   auto lo = Tensor<T>::full({}, T(-100), input.device());
   auto l = -(target * maximum(input.log(), lo) + (T(1) - target) * maximum((T(1) - input).log(), lo));
   return detail::reduce(weight.defined() ? l * weight : l, r);
@@ -175,6 +179,9 @@ Tensor<T> binary_cross_entropy_with_logits(const Tensor<T>& input, const Tensor<
                                            Reduction r = Reduction::mean, const Tensor<T>& weight = {},
                                            const Tensor<T>& pos_weight = {}) {
   detail::check_same_shape(input, target, "binary_cross_entropy_with_logits");
+  if (weight.defined()) frost::detail::check_same_device(input, weight, "binary_cross_entropy_with_logits (weight)");
+  if (pos_weight.defined())
+    frost::detail::check_same_device(input, pos_weight, "binary_cross_entropy_with_logits (pos_weight)");
   auto softplus_neg = (T(1) + (-input.abs()).exp()).log() + (-input).relu();  // log(1 + e^-x)
   auto l = pos_weight.defined() ? (T(1) - target) * input + (T(1) + (pos_weight - T(1)) * target) * softplus_neg
                                 : (T(1) - target) * input + softplus_neg;

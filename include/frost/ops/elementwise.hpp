@@ -494,6 +494,7 @@ template <FloatScalar T> Tensor<T> where(const Tensor<T>& cond, const Tensor<T>&
 
 /// x with `value` where mask != 0 (mask broadcast to x).
 template <FloatScalar T> Tensor<T> masked_fill(const Tensor<T>& x, const Tensor<T>& mask, std::type_identity_t<T> value) {
+  detail::check_same_device(x, mask, "masked_fill");
   FROST_CHECK(broadcast_shapes(mask.shape(), x.shape(), "masked_fill") == x.shape(), "frost::masked_fill: mask of shape ",
               mask.shape().str(), " does not broadcast to the input's shape ", x.shape().str());
   return where(mask, Tensor<T>::full({}, value, x.device()), x);

@@ -58,8 +58,9 @@ Tensor<T> Tensor<T>::eye(std::int64_t n, std::int64_t m) {
 
 namespace detail {
 template <class T>
-Tensor<T> draw(const Shape& shape, Generator* gen, philox::Dist dist, double lo, double hi) {
-  auto y = Tensor<T>::empty(shape);
+Tensor<T> draw(const Shape& shape, Generator* gen, philox::Dist dist, double lo, double hi,
+               Device device = Device::cpu()) {
+  auto y = Tensor<T>::empty(shape, device);
   Generator& g = gen ? *gen : default_generator();
   const std::uint64_t off = g.take<T>(static_cast<std::uint64_t>(shape.numel()));
   backend_for<T>(y.device()).random(y.view_of(), dist, g.seed(), off, lo, hi);
@@ -85,8 +86,13 @@ template <class T> Tensor<T> zeros_like(const Tensor<T>& x) { return Tensor<T>::
 template <class T> Tensor<T> ones_like(const Tensor<T>& x) { return Tensor<T>::ones(x.shape(), x.device()); }
 template <class T> Tensor<T> empty_like(const Tensor<T>& x) { return Tensor<T>::empty(x.shape(), x.device()); }
 template <class T> Tensor<T> full_like(const Tensor<T>& x, std::type_identity_t<T> v) { return Tensor<T>::full(x.shape(), v, x.device()); }
-template <class T> Tensor<T> rand_like(const Tensor<T>& x, Generator* g = nullptr) { return Tensor<T>::rand(x.shape(), g); }
-template <class T> Tensor<T> randn_like(const Tensor<T>& x, Generator* g = nullptr) { return Tensor<T>::randn(x.shape(), g); }
+// Drawn on x's device, with the same numbers a CPU draw would give (Philox).
+template <class T> Tensor<T> rand_like(const Tensor<T>& x, Generator* g = nullptr) {
+  return detail::draw<T>(x.shape(), g, philox::Dist::uniform, 0.0, 1.0, x.device());
+}
+template <class T> Tensor<T> randn_like(const Tensor<T>& x, Generator* g = nullptr) {
+  return detail::draw<T>(x.shape(), g, philox::Dist::normal, 0.0, 1.0, x.device());
+}
 
 /// One draw of Bernoulli(p) from the default generator: the guide's
 /// `if (training && bernoulli(0.3))`.

@@ -166,6 +166,7 @@ template <FloatScalar T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b
 
 /// Outer product of two vectors.
 template <FloatScalar T> Tensor<T> outer(const Tensor<T>& a, const Tensor<T>& b) {
+  detail::check_same_device(a, b, "outer");
   FROST_CHECK(a.dim() == 1 && b.dim() == 1, "frost::outer: expects 1-D tensors, got shapes ", a.shape().str(), " and ",
               b.shape().str());
   return a.unsqueeze(1) * b.unsqueeze(0);

@@ -276,7 +276,7 @@ template <FloatScalar T> Tensor<T> logsumexp(const Tensor<T>& x, const Shape& di
   Tensor<T> m;
   {
     NoGradGuard ng;
-    m = x.numel() > 0 ? detail::reduce_raw(ReduceOp::max, x, red, "logsumexp") : Tensor<T>::zeros(detail::keepdim_shape(x.shape(), red));
+    m = x.numel() > 0 ? detail::reduce_raw(ReduceOp::max, x, red, "logsumexp") : Tensor<T>::zeros(detail::keepdim_shape(x.shape(), red), x.device());
     m = where(m.abs() == T(std::numeric_limits<T>::infinity()), Tensor<T>::zeros({}, x.device()), m);
   }
   auto y = log(sum(exp(x - m), red, true)) + m;

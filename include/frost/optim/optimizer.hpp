@@ -247,8 +247,11 @@ class OptimizerBase : public Optimizer {
     for (auto [p, s] : pairs) {
       ParamState<T>& dst = state(*p);
       dst = *s;
+      // On the parameter's device, as PyTorch's load_state_dict casts them:
+      // a state saved on the CPU steps a module that now lives on a GPU.
+      const Device device = p->device();
       ParamState<T>::for_each_buffer(dst, [&](const char*, Tensor<T>& b) {
-        if (b.defined()) b = b.clone();
+        if (b.defined()) b = b.to(device).clone();
       });
     }
   }
@@ -341,10 +344,14 @@ inline std::string where(std::optional<std::size_t> group) {
   return group ? " (param group " + std::to_string(*group) + ")" : std::string(" (defaults)");
 }
 
-/// A state buffer of the parameter's shape, zero-filled, created on first use.
+/// A state buffer of the parameter's shape, zero-filled, created on first
+/// use, and on the parameter's device: a module moved with to(device) after
+/// some steps takes its state along at the next step (the step's kernel
+/// reads it on that device).
 template <class T>
 T* ensure_zeros(Tensor<T>& buf, const Tensor<T>& like) {
   if (!buf.defined()) buf = Tensor<T>::zeros(like.shape(), like.device());
+  else if (buf.device() != like.device()) buf = buf.to(like.device());
   return buf.data();
 }
 }  // namespace detail

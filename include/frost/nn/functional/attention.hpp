@@ -37,13 +37,13 @@ inline bool broadcasts_to(const Shape& m, const Shape& s) {
   return true;
 }
 
-/// [L, S] additive mask: 0 where key j <= query i, -inf above the diagonal.
+/// [L, S] additive mask on `device`: 0 where key j <= query i, -inf above the diagonal.
 template <class T>
-Tensor<T> causal_mask(std::int64_t L, std::int64_t S) {
+Tensor<T> causal_mask(std::int64_t L, std::int64_t S, Device device) {
   std::vector<T> m(static_cast<std::size_t>(L * S), T(0));
   for (std::int64_t i = 0; i < L; ++i)
     for (std::int64_t j = i + 1; j < S; ++j) m[static_cast<std::size_t>(i * S + j)] = -std::numeric_limits<T>::infinity();
-  return Tensor<T>::from(m, {L, S});
+  return Tensor<T>::from(m, {L, S}).to(device);
 }
 
 /// Attention output and weights (after dropout, as PyTorch's
@@ -54,6 +54,7 @@ std::pair<Tensor<T>, Tensor<T>> attention(const Tensor<T>& q, const Tensor<T>& k
   // Scaling q rather than the scores is PyTorch's order (and the smaller tensor when E < S).
   auto scores = matmul(q * T(scale), k.transpose(-2, -1));
   if (mask.defined()) {
+    frost::detail::check_same_device(q, mask, op);
     FROST_CHECK(broadcasts_to(mask.shape(), scores.shape()), "frost::", op, ": attn_mask of shape ",
                 mask.shape().str(), " does not broadcast to the attention scores' shape ", scores.shape().str());
     scores = scores + mask;
@@ -85,7 +86,7 @@ Tensor<T> scaled_dot_product_attention(const Tensor<T>& query, const Tensor<T>& 
   const std::int64_t L = query.size(-2), S = key.size(-2);
   FROST_CHECK(!(o.is_causal && o.attn_mask.defined()),
               "frost::nn::functional::scaled_dot_product_attention: give attn_mask or is_causal, not both (as PyTorch)");
-  const Tensor<T> mask = o.is_causal ? detail::causal_mask<T>(L, S) : o.attn_mask;
+  const Tensor<T> mask = o.is_causal ? detail::causal_mask<T>(L, S, query.device()) : o.attn_mask;
   const double scale = o.scale ? *o.scale : 1.0 / std::sqrt(double(query.size(-1)));
   return detail::attention(query, key, value, mask, scale, o.dropout_p, o.generator, "nn::functional::scaled_dot_product_attention")
       .first;

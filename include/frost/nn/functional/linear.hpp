@@ -11,6 +11,7 @@ namespace frost::nn::functional {
 template <FloatScalar T>
 Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias = {}) {
   frost::detail::check_same_device(x, weight, "linear");
+  if (bias.defined()) frost::detail::check_same_device(x, bias, "linear (bias)");
   FROST_CHECK(weight.dim() == 2, "frost::nn::functional::linear: weight must be 2-D [out, in], got ",
               weight.shape().str());
   FROST_CHECK(x.dim() >= 1 && x.shape()[x.dim() - 1] == weight.shape()[1], "frost::nn::functional::linear: input of shape ",
@@ -41,6 +42,9 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
 /// y[n, o] = x1[n] . W[o] . x2[n] + b[o]; W [out, in1, in2].
 template <FloatScalar T>
 Tensor<T> bilinear(const Tensor<T>& x1, const Tensor<T>& x2, const Tensor<T>& weight, const Tensor<T>& bias = {}) {
+  frost::detail::check_same_device(x1, x2, "bilinear");
+  frost::detail::check_same_device(x1, weight, "bilinear (weight)");
+  if (bias.defined()) frost::detail::check_same_device(x1, bias, "bilinear (bias)");
   FROST_CHECK(weight.dim() == 3, "frost::nn::functional::bilinear: weight must be 3-D [out, in1, in2], got ",
               weight.shape().str());
   const auto out = weight.shape()[0], in1 = weight.shape()[1], in2 = weight.shape()[2];
