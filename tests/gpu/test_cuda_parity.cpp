@@ -265,7 +265,11 @@ TEST_CASE("cuda: the memory counters follow allocations and the cap is a clear e
     auto big = Tensor<float>::empty({1 << 20}, kCuda);
     CHECK(cuda::memory_stats().current_bytes >= before.current_bytes + (4 << 20));
   }
-  CHECK(cuda::memory_stats().current_bytes == before.current_bytes);
+  CHECK(cuda::memory_stats().current_bytes - cuda::memory_stats().graph_bytes ==
+        before.current_bytes - before.graph_bytes);
+  struct Restore {  // however the case ends, later cases get the whole device
+    ~Restore() { cuda::set_per_process_memory_fraction(1.0); }
+  } restore;
   cuda::set_per_process_memory_fraction(0.5);
   try {
     (void)Tensor<float>::empty({before.total_bytes / 4 + 1}, kCuda);  // more than half the device
@@ -285,15 +289,24 @@ TEST_CASE("cuda: TF32 and benchmark mode are switches; off by default, results s
   auto a = Tensor<float>::randn({256, 512}, &g), b = Tensor<float>::randn({512, 128}, &g);
   auto w = Tensor<float>::randn({32, 16, 3, 3}, &g), x = Tensor<float>::randn({4, 16, 20, 20}, &g);
   const auto ref = a.matmul(b);
-  const auto cref = frost::conv2d(x, w, {}, {.padding = 1});
+  // The convolution's reference in double: the CPU's own float conv of these
+  // shapes (Winograd) is itself 2e-4 off, and cuDNN's timed pick may be
+  // Winograd or FFT too (outputs' spread about 12).
+  const auto cref = frost::conv2d(x.to<double>(), w.to<double>(), {}, {.padding = 1}).to<float>();
   CHECK(differ(a.to(kCuda).matmul(b.to(kCuda)).cpu(), ref, 1e-3, 1e-4, "fp32 matmul").empty());
+  struct Restore {  // the process-wide switches off again, however the case ends
+    ~Restore() {
+      cuda::set_allow_tf32(false);
+      cuda::set_benchmark(false);
+    }
+  } restore;
   cuda::set_allow_tf32(true);
   cuda::set_benchmark(true);
   CHECK(differ(a.to(kCuda).matmul(b.to(kCuda)).cpu(), ref, 0.5, 0.02, "tf32 matmul").empty());
   CHECK(differ(frost::conv2d(x.to(kCuda), w.to(kCuda), {}, {.padding = 1}).cpu(), cref, 0.5, 0.02, "tf32 conv")
             .empty());
   cuda::set_allow_tf32(false);
-  CHECK(differ(frost::conv2d(x.to(kCuda), w.to(kCuda), {}, {.padding = 1}).cpu(), cref, 1e-4, 1e-4,
+  CHECK(differ(frost::conv2d(x.to(kCuda), w.to(kCuda), {}, {.padding = 1}).cpu(), cref, 1e-3, 1e-4,
                "benchmarked conv")
             .empty());
   cuda::set_benchmark(false);
