@@ -881,3 +881,29 @@ TEST_CASE("jit: an index the plan computes out of range is the index op's error,
                        doctest::Contains("index 7 is out of bounds for dim 0 with size 4"), Error);
   CHECK(close(plan.run(in_range), want));
 }
+
+TEST_CASE("jit: an embedding looked up at indices the plan computes takes any indices, no guard on their values") {
+  manual_seed(43);
+  // The Router's lookup through nn::Embedding: its CPU bounds check reads
+  // the indices where they lie, which the trace does not take for a host
+  // read, so the plan is not specialised to the indices it was traced with.
+  struct EmbeddingRouter : nn::Module {
+    nn::Embedding table = register_module("table", nn::Embedding(4, 3));
+    T forward(const T& x) { return table(x.argmax(1)) + x.narrow(1, 0, 3); }
+  };
+  auto router = nn::make<EmbeddingRouter>();
+  const T traced = test::Router::in_range();  // rows 1 and 0
+  auto plan = jit::freeze(router, traced);
+  CHECK(count(plan.graph(), jit::StepKind::guard) == 0);
+  CHECK(count(plan.graph(), jit::StepKind::index_select) == 1);
+  const T other = T::from({0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0}, {2, 10});  // rows 3 and 2
+  for (const T& x : {traced, other}) {
+    const T want = [&] { InferenceMode im; return router(x); }();
+    CHECK(close(plan.run(x), want));
+  }
+  CHECK_THROWS_WITH_AS((void)plan.run(test::Router::out_of_range()),
+                       doctest::Contains("index 7 is out of bounds for dim 0 with size 4"), Error);
+  // Eager, the embedding's own message.
+  CHECK_THROWS_WITH_AS((void)router(test::Router::out_of_range()),
+                       doctest::Contains("embedding: index 7 is out of range for an embedding table of 4 rows"), Error);
+}

@@ -67,24 +67,33 @@ Tensor<T> embedding(const IndexTensor& indices, const Tensor<T>& weight,
     if (*padding_idx < 0) *padding_idx += num;
   }
   const IndexTensor flat = indices.reshape({-1}).contiguous();
-  const auto v = flat.to_vector();
-  std::vector<T> keep(padding_idx ? v.size() : 0);
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    FROST_CHECK(v[i] >= 0 && v[i] < num, "frost::nn::functional::embedding: index ", v[i],
+  const bool grad = frost::detail::any_requires_grad<T>({&weight});
+  // The indices come to the host only where something needs them there:
+  // max_norm's renormalisation and padding_idx's gradient mask. Otherwise
+  // the CPU checks them where they lie, which a trace does not see as a
+  // host read (so a plan takes any indices, its index step checking them
+  // each run), and a device's index kernel checks its own.
+  std::vector<std::int64_t> v;
+  if (max_norm || (padding_idx && grad)) v = flat.to_vector();
+  const std::int64_t* seen = !v.empty() ? v.data() : flat.device().is_cpu() ? flat.data() : nullptr;
+  for (std::int64_t i = 0; seen && i < flat.numel(); ++i)
+    FROST_CHECK(seen[i] >= 0 && seen[i] < num, "frost::nn::functional::embedding: index ", seen[i],
                 " is out of range for an embedding table of ", num, " rows (weight shape ", weight.shape().str(),
                 "); expected 0 <= index < ", num);
-    if (padding_idx) keep[i] = v[i] == *padding_idx ? T(0) : T(1);
-  }
   if (max_norm) renorm_rows(weight, v, *max_norm, norm_type);
   Shape out = indices.shape();
   out.push_back(dim);
   auto y = Tensor<T>::empty(out, weight.device());
   backend_for<T>(weight.device())
       .index_select(weight.view_of(), 0, flat.view_of(), View<T>(y.data(), Shape{flat.numel(), dim}));
-  if (frost::detail::any_requires_grad<T>({&weight})) {
-    const auto rows = static_cast<std::int64_t>(v.size());
-    frost::detail::record(y, EmbeddingOp{weight.shape()}, {&weight}, flat,
-                          padding_idx ? Tensor<T>::from(keep, {rows, 1}).to(weight.device()) : Tensor<T>());
+  if (grad) {
+    Tensor<T> keep;  // 0 for rows looked up at padding_idx: they get no gradient
+    if (padding_idx) {
+      std::vector<T> k(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) k[i] = v[i] == *padding_idx ? T(0) : T(1);
+      keep = Tensor<T>::from(k, {static_cast<std::int64_t>(k.size()), 1}).to(weight.device());
+    }
+    frost::detail::record(y, EmbeddingOp{weight.shape()}, {&weight}, flat, keep);
   }
   return y;
 }
