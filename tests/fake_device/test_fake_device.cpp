@@ -62,6 +62,20 @@ std::shared_ptr<M> copy_on(const M& m, Device d) {
   return c;
 }
 
+/// `m` frozen on the CPU at `x` (in evaluation mode), then moved to the
+/// device, where it runs as it did on the CPU.
+template <class M>
+jit::Plan<float> frozen_on_device(M& m, const TF& x) {
+  m.eval();
+  auto plan = jit::freeze(m, x);
+  const auto want = plan.run(x);
+  plan.to(kDev);
+  const auto y = plan.run(x.to(kDev));
+  CHECK(y.device() == kDev);
+  check_close(y.cpu(), want, 1e-5, 1e-4);
+  return plan;
+}
+
 }  // namespace
 
 TEST_SUITE("fake device") {
@@ -368,14 +382,9 @@ TEST_CASE("fake device: plans traced on the CPU run on the device, and refit fro
   OnFakeDevice on;
   manual_seed(10);
   auto m = std::make_shared<guide::ResearchModelBN>();
-  m->eval();
   const auto x = TF::randn({2, 3, 32, 32});
-  auto plan = jit::freeze(*m, x);
-  const auto want = plan.run(x);
-  plan.to(kDev);
-  const auto y = plan.run(x.to(kDev));
-  CHECK(y.device() == kDev);
-  check_close(y.cpu(), want, 1e-5, 1e-4);
+  auto plan = frozen_on_device(*m, x);
+  const auto want = plan.run(x.to(kDev)).cpu();
   const std::string path = temp_path("fake_device.plan");
   plan.save(path);
   auto loaded = jit::Plan<float>::load(path);
@@ -384,12 +393,7 @@ TEST_CASE("fake device: plans traced on the CPU run on the device, and refit fro
   std::filesystem::remove(path);
   // A plan with a guard (the adaptive model's branch) on the device.
   auto adaptive = std::make_shared<guide::AdaptiveResNet>();
-  adaptive->eval();
-  const auto xa = TF::randn({1, 3, 8, 8});
-  auto guarded = jit::freeze(*adaptive, xa);
-  const auto guarded_want = guarded.run(xa);
-  guarded.to(kDev);
-  check_close(guarded.run(xa.to(kDev)).cpu(), guarded_want, 1e-5, 1e-4);
+  (void)frozen_on_device(*adaptive, TF::randn({1, 3, 8, 8}));
   // Weights trained on the device refit the CPU-traced plan.
   auto net = std::make_shared<Net>();
   const auto xn = TF::randn({2, 4});
