@@ -86,12 +86,11 @@ struct ConvDescriptors {
 
 /// cuDNN's candidates for one pass, best first (its heuristics, or timed in
 /// benchmark mode), that may run here: ranked a success, fitting `max_ws`,
-/// and keeping the precision asked for. ALLOW_CONVERSION (fp16 operands) is
-/// never taken, and a float convolution without TF32 takes FMA math only
-/// (what PyTorch asserts of cuDNN's answers).
+/// and never ALLOW_CONVERSION (fp16 operands; with TF32 allowed the
+/// candidate's math type is set on the descriptor, see use_math). Without
+/// TF32 the descriptor stays on FMA math whatever a candidate says.
 template <class Perf, class Get, class Find>
-std::vector<ConvAlgo> conv_candidates(bool benchmark, std::size_t max_ws, bool fma_only, Get&& get, Find&& find,
-                                      const char* op) {
+std::vector<ConvAlgo> conv_candidates(bool benchmark, std::size_t max_ws, Get&& get, Find&& find, const char* op) {
   constexpr int kMax = 16;
   Perf perf[kMax];
   int n = 0;
@@ -101,11 +100,11 @@ std::vector<ConvAlgo> conv_candidates(bool benchmark, std::size_t max_ws, bool f
   for (int i = 0; i < n; ++i) {
     const Perf& c = perf[i];
     if (c.status != CUDNN_STATUS_SUCCESS || c.memory > max_ws) continue;
-    if (c.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || (fma_only && c.mathType != CUDNN_FMA_MATH)) continue;
+    if (c.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
     out.push_back({static_cast<int>(c.algo), c.memory, static_cast<int>(c.mathType)});
   }
   FROST_CHECK(!out.empty(), "frost::", op, ": cuDNN offered no convolution algorithm that fits a ", max_ws,
-              "-byte workspace", fma_only ? " in full float precision" : "", " (", n, " ranked)");
+              "-byte workspace (", n, " ranked)");
   return out;
 }
 

@@ -364,8 +364,7 @@ class CudaBackend final : public Backend<T> {
     FROST_CHECK(!cx.capturing(), "frost::", op, ": no convolution algorithm chosen yet for these shapes (",
                 p.in_channels, " -> ", p.out_channels, " channels, TF32 ", tf32_allowed() ? "on" : "off",
                 ") inside a CUDA Graph capture");
-    const bool fma_only = sizeof(T) == 4 && !d.tf32_math();
-    const std::vector<ConvAlgo> candidates = conv_candidates<Perf>(timed, kMaxWorkspace, fma_only, get, find, op);
+    const std::vector<ConvAlgo> candidates = conv_candidates<Perf>(timed, kMaxWorkspace, get, find, op);
     const ConvAlgo chosen = first_that_runs(
         candidates,
         [&](const ConvAlgo& a) {

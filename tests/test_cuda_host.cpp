@@ -1,7 +1,8 @@
 // The CUDA backend's host-side logic, tested on the CPU: what cuDNN is asked
 // for a convolution (descriptor extents, the explicit-padding case), the
-// algorithm caches' keys (cuDNN's and cuBLASLt's), the device-memory bookkeeping and cap, and the
-// errors a program gets when CUDA is missing.
+// algorithm caches' keys (cuDNN's and cuBLASLt's), the choice of a
+// convolution algorithm that runs, the device-memory bookkeeping and cap,
+// and the errors a program gets when CUDA is missing.
 #include <functional>
 #include <string>
 #include <unordered_set>

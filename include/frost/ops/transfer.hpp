@@ -32,22 +32,17 @@ Tensor<T> Tensor<T>::to(Device d) const {
   detail::check_defined(*this, "to");
   const Device from = device();
   if (from == d) return *this;
+  Tensor<T> y;
   if (!d.is_cpu() && !from.is_cpu()) {
     // Between two devices: through the host (one device per program is the
     // common case). The hops untracked: the one record below is the move.
-    Tensor<T> y;
-    {
-      NoGradGuard no_grad;
-      y = to(Device::cpu()).to(d);
-    }
-    if constexpr (FloatScalar<T>)
-      if (detail::any_requires_grad<T>({this})) detail::record(y, ToDeviceOp{from}, {this});
-    return y;
-  }
-  auto y = Tensor<T>::empty(shape(), d);
-  if (d.is_cpu()) {
+    NoGradGuard no_grad;
+    y = to(Device::cpu()).to(d);
+  } else if (d.is_cpu()) {
+    y = Tensor<T>::empty(shape(), d);
     detail::read_to_host(*this, y.data());
   } else {
+    y = Tensor<T>::empty(shape(), d);
     const Tensor<T> c = contiguous();
     backend_for<T>(d).copy_from_host(c.data(), y.data(), c.numel());
   }
