@@ -151,7 +151,7 @@ struct MultiheadAttentionImpl : ModuleT<T> {
       ++S;
     }
     // The masks cover the given keys; the appended ones are never masked.
-    Tensor<T> m = mask(o, L, S0, N, unbatched, query.device());
+    Tensor<T> m = mask(o, L, S0, N, unbatched, query);
     if (m.defined() && S > S0) {
       Shape pad = m.shape();
       pad[pad.ndim() - 1] = S - S0;
@@ -192,29 +192,26 @@ struct MultiheadAttentionImpl : ModuleT<T> {
                                : std::string("[") + len + ", N, " + feat + "]";
   }
 
-  static void check_mask_device(const Tensor<T>& mask, Device device, const char* which) {
-    FROST_CHECK(mask.device() == device, "frost::nn::MultiheadAttention: ", which, " is on ", mask.device().str(),
-                " but the query is on ", device.str(), "; move it with .to(device)");
-  }
   /// attn_mask, the causal mask and key_padding_mask as one additive mask
-  /// broadcastable to the scores [N*h, L, S] (undefined when none is given).
+  /// broadcastable to the scores [N*h, L, S] (undefined when none is given),
+  /// on the query's device.
   Tensor<T> mask(const MultiheadAttentionForwardOptions<T>& o, std::int64_t L, std::int64_t S, std::int64_t N,
-                 bool unbatched, Device device) const {
+                 bool unbatched, const Tensor<T>& query) const {
     Tensor<T> m;
     if (o.attn_mask.defined()) {
       const Shape two{L, S}, three{N * num_heads, L, S};
       FROST_CHECK(o.attn_mask.shape() == two || o.attn_mask.shape() == three, "frost::nn::MultiheadAttention: attn_mask of shape ",
                   o.attn_mask.shape().str(), " must be ", two.str(), " or ", three.str(),
                   " ([L, S] or [N*num_heads, L, S])");
-      check_mask_device(o.attn_mask, device, "attn_mask");
+      frost::detail::check_same_device(query, o.attn_mask, "nn::MultiheadAttention (attn_mask)");
       m = o.attn_mask;
     }
     if (o.is_causal) {
-      auto c = functional::detail::causal_mask<T>(L, S, device);
+      auto c = functional::detail::causal_mask<T>(L, S, query.device());
       m = m.defined() ? m + c : c;
     }
     if (o.key_padding_mask.defined()) {
-      check_mask_device(o.key_padding_mask, device, "key_padding_mask");
+      frost::detail::check_same_device(query, o.key_padding_mask, "nn::MultiheadAttention (key_padding_mask)");
       const Shape expect = unbatched ? Shape{S} : Shape{N, S};
       FROST_CHECK(o.key_padding_mask.shape() == expect, "frost::nn::MultiheadAttention: key_padding_mask of shape ",
                   o.key_padding_mask.shape().str(), " must be ", expect.str(), unbatched ? " ([S])" : " ([N, S])");
