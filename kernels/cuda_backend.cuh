@@ -35,6 +35,9 @@ class CudaBackend final : public Backend<T> {
     if constexpr (FloatScalar<T>) {
       const View<const T>* in[1] = {&x};
       launch_map<T, 1>(ctx("unary"), y, in, UnaryFn<T>{op, p0, p1}, op_name(op));
+    } else if (op == UnaryOp::add_scalar) {  // index tensors count (BatchNorm's num_batches_tracked)
+      const View<const T>* in[1] = {&x};
+      launch_map<T, 1>(ctx("unary"), y, in, AddScalarFn<T>{p0}, "add_scalar");
     } else {
       math_unsupported(op_name(op));
     }

@@ -499,6 +499,18 @@ TEST_CASE("tensor: to_vector item data and element access") {
   CHECK(x.to_vector()[0] == -1.0);
 }
 
+TEST_CASE("tensor: index tensors count with add_ (a scalar), in place") {
+  auto i = frost::IndexTensor::from({1, 2, 3, 4, 5, 6}, {2, 3});
+  const auto v0 = i.version();
+  i.add_(10);
+  CHECK(i.to_vector() == std::vector<std::int64_t>{11, 12, 13, 14, 15, 16});
+  CHECK(i.version() == v0 + 1);
+  auto col = i.t().select(0, 1);  // strided: 12, 15
+  col += 1;
+  col -= 3;
+  CHECK(i.to_vector() == std::vector<std::int64_t>{11, 10, 13, 14, 13, 16});
+}
+
 TEST_CASE("tensor: to converts the element type") {
   auto x = TF::from({-1.7f, -0.2f, 0.0f, 2.9f});
   auto i = x.to<std::int64_t>();

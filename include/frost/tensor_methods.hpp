@@ -185,10 +185,19 @@ template <class T> Tensor<T>& Tensor<T>::div_(const Tensor& o) { return detail::
 
 template <class T>
 Tensor<T>& Tensor<T>::add_(T c) {
-  return detail::inplace(
-      *this, false, "add_",
-      [&] { backend_for<T>(device()).unary(UnaryOp::add_scalar, view_of(), view_of(), c, T(0)); },
-      [&] { return *this + c; });
+  if constexpr (!FloatScalar<T>) {
+    // Index tensors count (BatchNorm's num_batches_tracked, on its device
+    // without a read back); like fill_, outside autograd.
+    detail::check_defined(*this, "add_");
+    backend_for<T>(device()).unary(UnaryOp::add_scalar, view_of(), view_of(), c, T(0));
+    detail::bump_version(*this);
+    return *this;
+  } else {
+    return detail::inplace(
+        *this, false, "add_",
+        [&] { backend_for<T>(device()).unary(UnaryOp::add_scalar, view_of(), view_of(), c, T(0)); },
+        [&] { return *this + c; });
+  }
 }
 template <class T>
 Tensor<T>& Tensor<T>::mul_(T c) {

@@ -28,6 +28,7 @@ struct DeviceMemory {
   std::map<std::uintptr_t, std::size_t> blocks;
   int open_depth = 0;  // > 0 while a kernel runs
   std::string violations;
+  int host_reads = 0;  // copies to the host: each a stream sync on a GPU
 
   static std::size_t rounded(std::size_t n) {
     const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -206,6 +207,7 @@ class Backend final : public frost::Backend<T> {
   }
   void copy_to_host(const T* dev, T* host, std::int64_t n) override {
     if (memory().holds(host)) memory().violations += "copy_to_host got a device pointer as its host side; ";
+    ++memory().host_reads;
     run("copy_to_host", {dev}, [&] { cpu().copy_to_host(dev, host, n); });
   }
 

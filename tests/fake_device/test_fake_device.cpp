@@ -174,6 +174,51 @@ TEST_CASE("fake device: training steps (SGD, Adam, RMSprop, clip_grad_norm_, lab
     check_close(dev->parameters()[i].cpu(), cpu->parameters()[i], 1e-6, 1e-5);
 }
 
+TEST_CASE("fake device: a training step with batch norm and clip_grad_norm_ reads nothing back to the host") {
+  OnFakeDevice on;
+  manual_seed(5);
+  nn::Sequential cpu(nn::Conv2d(2, 4, 3, {.padding = 1}), nn::BatchNorm2d(4), nn::ReLU());
+  nn::Sequential dev(nn::Conv2d(2, 4, 3, {.padding = 1}), nn::BatchNorm2d(4), nn::ReLU());
+  dev->load_state_dict(cpu->state_dict());
+  dev->to(kDev);
+  const auto x = TF::randn({3, 2, 5, 5});
+  const auto xd = x.to(kDev);
+  auto step = [](nn::Sequential& m, const TF& in) {
+    m->zero_grad();
+    const TF y = m(in);
+    (y * y).mean().backward();
+    return nn::utils::clip_grad_norm_(m->parameters(), 0.1);
+  };
+  for (int k = 0; k < 2; ++k) {
+    const TF want = step(cpu, x);
+    const int before = fake::memory().host_reads;
+    const TF got = step(dev, xd);
+    CHECK(fake::memory().host_reads == before);  // no sync: the count, the norms and the scaling stay on the device
+    CHECK(got.device() == kDev);
+    CHECK(got.item() == doctest::Approx(want.item()).epsilon(1e-5));
+  }
+  const auto sd_cpu = cpu->state_dict(), sd_dev = dev->state_dict();
+  CHECK(sd_dev.index_at("1.num_batches_tracked").item() == 2);
+  check_close(sd_dev.at("1.running_mean").cpu(), sd_cpu.at("1.running_mean"), 1e-6, 1e-5);
+  check_close(sd_dev.at("1.running_var").cpu(), sd_cpu.at("1.running_var"), 1e-6, 1e-5);
+  for (std::size_t i = 0; i < cpu->parameters().size(); ++i)
+    check_close(dev->parameters()[i].grad().cpu(), cpu->parameters()[i].grad(), 1e-6, 1e-5);
+
+  // momentum = None (a cumulative average) needs the count: one read per step, as in PyTorch.
+  nn::BatchNorm2d cum_cpu(4, {.momentum = std::nullopt}), cum_dev(4, {.momentum = std::nullopt});
+  cum_dev->to(kDev);
+  const auto y = TF::randn({3, 4, 2, 2});
+  for (int k = 0; k < 3; ++k) {
+    (void)cum_cpu(y * float(k + 1));
+    const int before = fake::memory().host_reads;
+    (void)cum_dev(y.to(kDev) * float(k + 1));
+    CHECK(fake::memory().host_reads == before + 1);
+  }
+  CHECK(cum_dev->num_batches_tracked.item() == 3);
+  check_close(cum_dev->running_mean.cpu(), cum_cpu->running_mean, 1e-6, 1e-5);
+  check_close(cum_dev->running_var.cpu(), cum_cpu->running_var, 1e-6, 1e-5);
+}
+
 TEST_CASE("fake device: optimizer state follows its parameters to the device, stepped or loaded") {
   OnFakeDevice on;
   manual_seed(4);

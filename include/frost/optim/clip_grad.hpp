@@ -2,6 +2,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "../tensor.hpp"
@@ -28,38 +29,40 @@ Tensor<T> clip_grad_norm_(const std::vector<Tensor<T>>& parameters, double max_n
     frost::detail::check_defined(p, "nn::utils::clip_grad_norm_");
     if (p.grad().defined()) grads.push_back(p.grad());
   }
-  if (grads.empty()) return Tensor<T>::scalar(T(0));
-  const bool inf = std::isinf(norm_type);
-  // Each tensor's norm comes from the norm op (the backend's reduction);
-  // combining the handful of per-tensor norms is host arithmetic in double.
-  double total = 0;
-  for (const auto& g : grads) {
-    if (g.numel() == 0) continue;
-    const double n = static_cast<double>(inf ? g.abs().max().item() : g.norm(norm_type).item());
-    total = inf ? std::max(total, n) : total + std::pow(n, norm_type);
+  // The norm of the per-tensor norms, as PyTorch computes it, in tensor ops
+  // on the gradients' device: no value comes back to the host (one sync per
+  // parameter on a GPU, when the host combined them), unless
+  // error_if_nonfinite asks for the check.
+  std::vector<Tensor<T>> norms;
+  for (const auto& g : grads)
+    if (g.numel() > 0) norms.push_back(std::isinf(norm_type) ? g.abs().max() : g.norm(norm_type));
+  if (norms.empty()) return Tensor<T>::scalar(T(0));
+  const Tensor<T> stacked = stack(norms);
+  const Tensor<T> total = std::isinf(norm_type) ? stacked.max() : stacked.norm(norm_type);
+  if (error_if_nonfinite) {
+    const T t = total.item();
+    FROST_CHECK(std::isfinite(t), "frost::nn::utils::clip_grad_norm_: The total norm of order ", norm_type,
+                " for gradients from `parameters` is non-finite (", t,
+                "), so it cannot be clipped. To disable this error and scale the gradients by the non-finite norm "
+                "anyway, set `error_if_nonfinite=false`");
   }
-  if (!inf) total = std::pow(total, 1.0 / norm_type);
-  const T total_t = static_cast<T>(total);
-  FROST_CHECK(!error_if_nonfinite || std::isfinite(total_t), "frost::nn::utils::clip_grad_norm_: The total norm of order ",
-              norm_type, " for gradients from `parameters` is non-finite (", total_t,
-              "), so it cannot be clipped. To disable this error and scale the gradients by the non-finite norm "
-              "anyway, set `error_if_nonfinite=false`");
-  const T coef = static_cast<T>(max_norm / (static_cast<double>(total_t) + 1e-6));
-  if (coef < T(1)) {
-    for (const auto& p : parameters) {
-      Tensor<T> g = p.grad();
-      if (!g.defined()) continue;
-      // A gradient that aliases other memory (an expanded view of the upstream
-      // gradient) is replaced rather than scaled in place.
-      if (g.impl()->is_view || !g.is_contiguous()) {
-        Tensor<T> owner = p;
-        owner.set_grad(g * coef);
-      } else {
-        g.mul_(coef);
-      }
+  // min(max_norm / (total + 1e-6), 1): a non-finite total scales by NaN or 0, as in PyTorch.
+  const Tensor<T> coef = (static_cast<T>(max_norm) / (total + T(1e-6))).clamp(std::numeric_limits<T>::lowest(), T(1));
+  // On the host the factor costs nothing to read: a norm within bounds leaves the gradients untouched.
+  if (total.device().is_cpu() && coef.item() == T(1)) return total;
+  for (const auto& p : parameters) {
+    Tensor<T> g = p.grad();
+    if (!g.defined()) continue;
+    // A gradient that aliases other memory (an expanded view of the upstream
+    // gradient) is replaced rather than scaled in place.
+    if (g.impl()->is_view || !g.is_contiguous()) {
+      Tensor<T> owner = p;
+      owner.set_grad(g * coef);
+    } else {
+      g.mul_(coef);
     }
   }
-  return Tensor<T>::scalar(total_t);
+  return total;
 }
 
 /// clip_grad_norm_ for one parameter.

@@ -33,6 +33,7 @@ struct CpuBackend final : Backend<T> {
 
   void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) override {
     if constexpr (FloatScalar<T>) cpu::unary(op, x, y, p0, p1);
+    else if (op == UnaryOp::add_scalar) cpu::map_strided(x, y, [p0](T v) { return v + p0; });  // counters
     else math_unsupported(op_name(op));
   }
   void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) override {

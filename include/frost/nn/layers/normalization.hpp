@@ -51,12 +51,11 @@ struct BatchNormImpl : ModuleT<T> {
     if (training && options.track_running_stats) {
       std::int64_t seen = 0;
       if (num_batches_tracked.device().is_cpu()) {
-        seen = ++num_batches_tracked.data()[0];
+        seen = ++num_batches_tracked.data()[0];  // host memory: no kernel, nothing for a trace to record
       } else {
-        // int64 tensors do no arithmetic: a read and a fill, one sync per step.
-        NoGradGuard ng;
-        seen = num_batches_tracked.item() + 1;
-        num_batches_tracked.fill_(seen);
+        num_batches_tracked.add_(1);  // a kernel, no read back
+        // Only the cumulative average needs the count (a sync, as in PyTorch).
+        if (!options.momentum) seen = num_batches_tracked.item();
       }
       if (!options.momentum) factor = 1.0 / double(seen);
     }
