@@ -23,6 +23,17 @@ inline std::string temp_path(const std::string& name) {
 using TD = Tensor<double>;
 using TF = Tensor<float>;
 
+/// Runs `f` and returns the frost::Error message ("" when nothing was thrown).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 /// Largest |a - b| / (atol + rtol |b|) over elements (<= 1 means close).
 template <class T>
 double closeness(const std::vector<T>& a, const std::vector<T>& b, double atol, double rtol) {

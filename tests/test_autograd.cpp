@@ -20,21 +20,11 @@ using frost::InferenceMode;
 using frost::NoGradGuard;
 using frost::Shape;
 using frost::test::check_close;
+using frost::test::error_of;
 using frost::test::TD;
 using frost::test::TF;
 
 namespace {
-
-/// Runs `f` and returns the frost::Error message ("" when nothing was thrown).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 /// A small tanh MLP: loss = 0.5 * sum((tanh(x W1 + b1) W2)^2).
 TD mlp_loss(const TD& x, const TD& w1, const TD& b1, const TD& w2) {

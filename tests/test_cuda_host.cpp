@@ -23,6 +23,7 @@ using frost::cuda_detail::ConvPass;
 using frost::cuda_detail::LtKey;
 using frost::cuda_detail::LtKeyHash;
 using frost::cuda_detail::MemoryBook;
+using frost::test::error_of;
 
 namespace {
 
@@ -39,15 +40,6 @@ Conv2dParams conv(std::int64_t in, std::int64_t k, std::int64_t stride, std::int
   p.pad_h = p.pad_w = pad;
   p.dilation_h = p.dilation_w = dilation;
   return p;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

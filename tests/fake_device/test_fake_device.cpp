@@ -19,6 +19,7 @@
 
 using namespace frost;
 using frost::test::check_close;
+using frost::test::error_of;
 using frost::test::temp_path;
 using frost::test::TF;
 namespace F = frost::nn::functional;
@@ -37,15 +38,6 @@ struct OnFakeDevice {
   /// At the end of a case: no kernel was given a host pointer.
   ~OnFakeDevice() { CHECK_MESSAGE(fake::take_violations().empty(), "a device kernel was given host memory"); }
 };
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 struct Net : nn::Module {
   nn::Linear a = register_module("a", nn::Linear(4, 8));
