@@ -196,6 +196,19 @@ TEST_CASE("fake device: a training step with batch norm and clip_grad_norm_ read
   for (std::size_t i = 0; i < cpu->parameters().size(); ++i)
     check_close(dev->parameters()[i].grad().cpu(), cpu->parameters()[i].grad(), 1e-6, 1e-5);
 
+  // Gradients on two devices (a model split across GPUs) clip by their joint norm, as on one.
+  TF a = TF::zeros({2}).requires_grad_(), b = TF::zeros({2}).requires_grad_();
+  a.set_grad(TF::from({3.0f, 0.0f}));
+  b.set_grad(TF::from({0.0f, 4.0f}));
+  TF a1 = TF::zeros({2}, kDev).requires_grad_(), b1 = TF::zeros({2}, Device::cuda(1)).requires_grad_();
+  a1.set_grad(TF::from({3.0f, 0.0f}).to(kDev));
+  b1.set_grad(TF::from({0.0f, 4.0f}).to(Device::cuda(1)));
+  CHECK(nn::utils::clip_grad_norm_(std::vector<TF>{a, b}, 1.0).item() == doctest::Approx(5.0));
+  CHECK(nn::utils::clip_grad_norm_(std::vector<TF>{a1, b1}, 1.0).item() == doctest::Approx(5.0));
+  check_close(a1.grad().cpu(), a.grad(), 1e-7, 1e-6);
+  check_close(b1.grad().cpu(), b.grad(), 1e-7, 1e-6);
+  CHECK(b1.grad().device() == Device::cuda(1));
+
   // momentum = None (a cumulative average) needs the count: one read per step, as in PyTorch.
   nn::BatchNorm2d cum_cpu(4, {.momentum = std::nullopt}), cum_dev(4, {.momentum = std::nullopt});
   cum_dev->to(kDev);

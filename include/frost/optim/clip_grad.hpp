@@ -32,10 +32,14 @@ Tensor<T> clip_grad_norm_(const std::vector<Tensor<T>>& parameters, double max_n
   // The norm of the per-tensor norms, as PyTorch computes it, in tensor ops
   // on the gradients' device: no value comes back to the host (one sync per
   // parameter on a GPU, when the host combined them), unless
-  // error_if_nonfinite asks for the check.
+  // error_if_nonfinite asks for the check. Gradients on several devices (a
+  // model split across GPUs) have their norms gathered on the first one's.
   std::vector<Tensor<T>> norms;
-  for (const auto& g : grads)
-    if (g.numel() > 0) norms.push_back(std::isinf(norm_type) ? g.abs().max() : g.norm(norm_type));
+  for (const auto& g : grads) {
+    if (g.numel() == 0) continue;
+    Tensor<T> n = std::isinf(norm_type) ? g.abs().max() : g.norm(norm_type);
+    norms.push_back(norms.empty() || n.device() == norms[0].device() ? n : n.to(norms[0].device()));
+  }
   if (norms.empty()) return Tensor<T>::scalar(T(0));
   const Tensor<T> stacked = stack(norms);
   const Tensor<T> total = std::isinf(norm_type) ? stacked.max() : stacked.norm(norm_type);
@@ -50,16 +54,23 @@ Tensor<T> clip_grad_norm_(const std::vector<Tensor<T>>& parameters, double max_n
   const Tensor<T> coef = (static_cast<T>(max_norm) / (total + T(1e-6))).clamp(std::numeric_limits<T>::lowest(), T(1));
   // On the host the factor costs nothing to read: a norm within bounds leaves the gradients untouched.
   if (total.device().is_cpu() && coef.item() == T(1)) return total;
+  std::vector<Tensor<T>> coefs{coef};  // the factor on each device the gradients are on
+  auto coef_on = [&](Device d) {
+    for (const auto& c : coefs)
+      if (c.device() == d) return c;
+    return coefs.emplace_back(coef.to(d));
+  };
   for (const auto& p : parameters) {
     Tensor<T> g = p.grad();
     if (!g.defined()) continue;
+    const Tensor<T> c = coef_on(g.device());
     // A gradient that aliases other memory (an expanded view of the upstream
     // gradient) is replaced rather than scaled in place.
     if (g.impl()->is_view || !g.is_contiguous()) {
       Tensor<T> owner = p;
-      owner.set_grad(g * coef);
+      owner.set_grad(g * c);
     } else {
-      g.mul_(coef);
+      g.mul_(c);
     }
   }
   return total;
