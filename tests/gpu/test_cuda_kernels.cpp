@@ -4,10 +4,12 @@
 // loads at every size and alignment, cuBLASLt's GELU epilogue in a plan,
 // host threads sharing the device (a cuDNN handle each; a plan capturing its
 // CUDA Graph while another thread runs eager work), plans frozen with
-// allow_tf32 or quantize_linear, and Plan::profile's event timing. Each case reports
+// allow_tf32 or quantize_linear, Plan::profile's event timing, and batch
+// norm's counter and clip_grad_norm_ kept on the device. Each case reports
 // "skipped: no CUDA device" where no GPU is visible.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,6 +88,37 @@ TEST_CASE("cuda: batch norm through cuDNN matches the CPU in double (training, r
   second(x.dev, w.dev);
   CHECK(differ(x.dev.grad().cpu(), x.cpu.grad(), 1e-9, 1e-8, "second derivative, x").empty());
   CHECK(differ(w.dev.grad().cpu(), w.cpu.grad(), 1e-9, 1e-8, "second derivative, weight").empty());
+}
+
+TEST_CASE("cuda: batch norm's counter and clip_grad_norm_ stay on the device and match the CPU") {
+  if (no_gpu()) return;
+  manual_seed(8);
+  nn::BatchNorm2dT<double> bn_cpu(3), bn_dev(3);
+  bn_dev->to(kCuda);
+  Generator g(9);
+  TD w = TD::randn({3, 3}, &g).requires_grad_(), wd = w.detach().to(kCuda).requires_grad_();
+  for (int k = 0; k < 3; ++k) {
+    const auto x = TD::randn({4, 3, 5, 5}, &g);
+    for (auto* m : {&bn_cpu, &bn_dev}) {
+      const bool dev = m == &bn_dev;
+      auto y = (*m)(dev ? x.to(kCuda) : x).mean({0, 2, 3}).unsqueeze(0);
+      ((y.matmul(dev ? wd : w)) * (y.matmul(dev ? wd : w))).sum().backward();
+    }
+  }
+  CHECK(bn_dev->num_batches_tracked.item() == 3);  // an int64 add_ kernel each step
+  CHECK(differ(bn_dev->running_mean.cpu(), bn_cpu->running_mean, 1e-12, 1e-10, "running_mean").empty());
+  CHECK(differ(bn_dev->running_var.cpu(), bn_cpu->running_var, 1e-12, 1e-10, "running_var").empty());
+  std::vector<TD> pc = bn_cpu->parameters(), pd = bn_dev->parameters();
+  pc.push_back(w);
+  pd.push_back(wd);
+  for (double norm_type : {2.0, 1.0, double(INFINITY)}) {
+    CAPTURE(norm_type);
+    const auto tc = nn::utils::clip_grad_norm_(pc, 1e-3, norm_type), td = nn::utils::clip_grad_norm_(pd, 1e-3, norm_type);
+    CHECK(td.device() == kCuda);
+    CHECK(td.item() == doctest::Approx(tc.item()).epsilon(1e-10));
+    for (std::size_t i = 0; i < pc.size(); ++i)
+      CHECK(differ(pd[i].grad().cpu(), pc[i].grad(), 1e-12, 1e-10, "clipped gradient").empty());
+  }
 }
 
 TEST_CASE("cuda: dense elementwise kernels agree with the CPU at every size and alignment (vector and scalar paths)") {
