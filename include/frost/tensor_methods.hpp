@@ -185,18 +185,16 @@ template <class T> Tensor<T>& Tensor<T>::div_(const Tensor& o) { return detail::
 
 template <class T>
 Tensor<T>& Tensor<T>::add_(T c) {
-  if constexpr (!FloatScalar<T>) {
+  auto kernel = [&] { backend_for<T>(device()).unary(UnaryOp::add_scalar, view_of(), view_of(), c, T(0)); };
+  if constexpr (FloatScalar<T>) {
+    return detail::inplace(*this, false, "add_", kernel, [&] { return *this + c; });
+  } else {
     // Index tensors count (BatchNorm's num_batches_tracked, on its device
     // without a read back); like fill_, outside autograd.
     detail::check_defined(*this, "add_");
-    backend_for<T>(device()).unary(UnaryOp::add_scalar, view_of(), view_of(), c, T(0));
+    kernel();
     detail::bump_version(*this);
     return *this;
-  } else {
-    return detail::inplace(
-        *this, false, "add_",
-        [&] { backend_for<T>(device()).unary(UnaryOp::add_scalar, view_of(), view_of(), c, T(0)); },
-        [&] { return *this + c; });
   }
 }
 template <class T>

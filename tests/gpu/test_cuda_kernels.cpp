@@ -92,7 +92,6 @@ TEST_CASE("cuda: batch norm through cuDNN matches the CPU in double (training, r
 
 TEST_CASE("cuda: batch norm's counter and clip_grad_norm_ stay on the device and match the CPU") {
   if (no_gpu()) return;
-  manual_seed(8);
   nn::BatchNorm2dT<double> bn_cpu(3), bn_dev(3);
   bn_dev->to(kCuda);
   Generator g(9);
