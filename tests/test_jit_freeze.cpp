@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 #ifdef _OPENMP
 #include <omp.h>
@@ -834,6 +835,28 @@ TEST_CASE("jit::compile: the cache is bounded") {
   CHECK(s.cached_plans == 2);
   CHECK(s.evictions == 2);
   CHECK(s.traces == 4);
+}
+
+TEST_CASE("jit::compile: threads calling with a new input at once trace it once") {
+  auto mlp = guide::make_mlp();
+  mlp->eval();
+  auto fast = jit::compile(mlp);
+  const auto x = T::randn({3, 784});
+  T want;
+  {
+    InferenceMode im;
+    want = mlp(x);
+  }
+  // Traces take turns; one that waited finds the plan the other made.
+  std::vector<T> outs(4);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < outs.size(); ++i) threads.emplace_back([&, i] { outs[i] = fast(x); });
+  for (auto& t : threads) t.join();
+  const auto s = fast.stats();
+  CHECK(s.traces == 1);
+  CHECK(s.calls == 4);
+  CHECK(s.cached_plans == 1);
+  for (const auto& y : outs) CHECK(close(y, want));
 }
 
 TEST_CASE("freeze for a device (Plan::to(cuda)'s options), run on the CPU: equals eager; at batch 1 the conv + pool "

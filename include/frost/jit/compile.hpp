@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "freeze.hpp"
@@ -34,17 +35,14 @@ class Compiled {
   template <class... Rest>
   Tensor<T> operator()(const Tensor<T>& x, const Rest&... rest) {
     const std::vector<Tensor<T>> inputs{x, rest...};
-    for (const auto& plan : candidates(inputs)) {
-      try {
-        auto out = plan->run_all(inputs);
-        touch(plan);
-        return out[0];
-      } catch (const GuardFailure&) {
-        std::lock_guard<std::mutex> lock(m_);
-        ++stats_.guard_failures;
-      }
-    }
+    std::int64_t traces_seen = 0;
+    if (auto out = run_cached(inputs, traces_seen, true)) return *out;
     // No plan takes this input: trace it (an eager run) and keep the plan.
+    // One trace at a time: a module on a device visits the host while it is
+    // traced, and a plan another thread traced meanwhile may take this input.
+    std::lock_guard<std::mutex> one_trace(trace_m_);
+    if (traced_since(traces_seen))
+      if (auto out = run_cached(inputs, traces_seen, false)) return *out;
     auto plan = std::make_shared<Plan<T>>(freeze(*module_, x, rest...));
     auto out = plan->run_all(inputs);
     std::lock_guard<std::mutex> lock(m_);
@@ -65,9 +63,30 @@ class Compiled {
   }
 
  private:
-  std::vector<std::shared_ptr<Plan<T>>> candidates(const std::vector<Tensor<T>>& inputs) {
+  /// The first cached plan whose guards take `inputs` runs them; `traces`
+  /// gets how many traces there had been when the candidates were chosen.
+  std::optional<Tensor<T>> run_cached(const std::vector<Tensor<T>>& inputs, std::int64_t& traces, bool new_call) {
+    for (const auto& plan : candidates(inputs, traces, new_call)) {
+      try {
+        auto out = plan->run_all(inputs);
+        touch(plan);
+        return out[0];
+      } catch (const GuardFailure&) {
+        std::lock_guard<std::mutex> lock(m_);
+        ++stats_.guard_failures;
+      }
+    }
+    return std::nullopt;
+  }
+  bool traced_since(std::int64_t traces) const {
     std::lock_guard<std::mutex> lock(m_);
-    ++stats_.calls;
+    return stats_.traces != traces;
+  }
+  std::vector<std::shared_ptr<Plan<T>>> candidates(const std::vector<Tensor<T>>& inputs, std::int64_t& traces,
+                                                    bool new_call) {
+    std::lock_guard<std::mutex> lock(m_);
+    traces = stats_.traces;
+    stats_.calls += new_call;
     std::vector<std::shared_ptr<Plan<T>>> out;
     for (const auto& p : plans_) {
       const auto& shapes = p->graph().input_shapes;
@@ -86,12 +105,16 @@ class Compiled {
   M* module_;
   CompileOptions opt_;
   mutable std::mutex m_;
+  std::mutex trace_m_;  // held while tracing (taken before m_, never inside it)
   std::vector<std::shared_ptr<Plan<T>>> plans_;  // most recently used first
   CompileStats stats_;
 };
 
 /// A callable running `module` through frozen plans, specialised per input
-/// shape and per branch its guards saw; the module must outlive it.
+/// shape and per branch its guards saw; the module must outlive it. A
+/// module on a GPU gives plans on that GPU; a call that traces moves its
+/// weights to the host and back (see jit::trace), so other threads should
+/// not run the module itself meanwhile (its plans are safe).
 /// \code
 /// auto fast = frost::jit::compile(*model);
 /// auto y = fast(x);   // always what eager evaluation would return
