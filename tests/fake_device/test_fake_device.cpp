@@ -4,7 +4,7 @@
 // kernel is recorded, and each case checks its values against the same work
 // on the CPU (the fake's kernels are the CPU's, so they agree to rounding).
 // Also the device rules frost enforces: one device per op, gradients on
-// their leaf's device, plans traced on the CPU.
+// their leaf's device, device modules traced on the host into device plans.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -461,14 +461,115 @@ TEST_CASE("fake device: plans traced on the CPU run on the device, and refit fro
   std::filesystem::remove(weights);
 }
 
-TEST_CASE("fake device: tracing a module whose parameters are on the device is a clear error") {
+TEST_CASE("fake device: freezing a module on the device traces it on the host and gives a plan there") {
+  OnFakeDevice on;
+  manual_seed(12);
+  auto m = std::make_shared<guide::ResearchModelBN>();
+  m->to(kDev);
+  const TF w = m->parameters()[0];
+  optim::SGD sgd(m->parameters(), {.lr = 0.1});
+  const auto x = TF::randn({2, 3, 32, 32}).to(kDev);
+  (m->forward(x) * m->forward(x)).mean().backward();  // gradients on the device, kept through the trace
+  const auto grad_before = w.grad().cpu();
+  m->eval();
+  TF want;
+  {
+    NoGradGuard ng;
+    want = m->forward(x).cpu();
+  }
+  m->train();
+  auto plan = jit::freeze(*m, x);
+  CHECK(plan.device() == kDev);
+  CHECK(m->is_training());  // freeze's eval() undone
+  for (const auto& p : m->parameters()) CHECK(p.device() == kDev);
+  for (const auto& b : m->buffers()) CHECK(b.device() == kDev);
+  REQUIRE(w.grad().defined());
+  CHECK(w.grad().device() == kDev);
+  check_close(w.grad().cpu(), grad_before, 0, 0);
+  const auto y = plan.run(x);
+  CHECK(y.device() == kDev);
+  check_close(y.cpu(), want, 1e-5, 1e-4);
+  check_close(plan.run(x.cpu()).cpu(), want, 1e-5, 1e-4);  // host inputs are staged, as for any device plan
+  // The optimizer built before the freeze still steps the module's parameters.
+  const auto w_before = w.detach().cpu();
+  sgd.step();
+  CHECK(w.device() == kDev);
+  check_close(w.detach().cpu(), w_before - grad_before * 0.1f, 1e-6, 1e-6);
+  // A graph traced from the device carries it; freezing it puts the plan there.
+  const jit::Graph g = jit::trace(*m, x);
+  CHECK(g.device == kDev);
+  m->eval();
+  auto from_graph = jit::freeze<float>(jit::trace(*m, x));
+  CHECK(from_graph.device() == kDev);
+  check_close(from_graph.run(x).cpu(), m->forward(x).detach().cpu(), 1e-5, 1e-4);
+  // Moved back to the CPU, the plan is frozen again for it and agrees.
+  plan.to(Device::cpu());
+  check_close(plan.run(x.cpu()), want, 1e-5, 1e-4);  // frozen before the step: the old weights
+  // A callable over device inputs alone traces too.
+  auto double_relu = [](const TF& a) { return (a * 2.0f).relu(); };
+  auto twice = jit::freeze<float>(jit::trace(double_relu, x));
+  CHECK(twice.device() == kDev);
+  check_close(twice.run(x).cpu(), (x.cpu() * 2.0f).relu(), 0, 0);
+}
+
+TEST_CASE("fake device: jit::compile of a module on the device keeps a plan per branch, run there") {
+  OnFakeDevice on;
+  manual_seed(13);
+  auto m = std::make_shared<guide::AdaptiveResNet>();
+  m->to(kDev);
+  m->eval();
+  m->threshold = 0.2f;  // above any relu(bias) (|bias| < 1/sqrt(27)): zeros take the deep branch
+  const auto easy = (TF::ones({1, 3, 8, 8}) * 30.0f).to(kDev);
+  const auto hard = TF::zeros({1, 3, 8, 8}).to(kDev);
+  auto fast = jit::compile(*m);
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& x : {easy, hard}) {
+      const auto y = fast(x);
+      CHECK(y.device() == kDev);
+      NoGradGuard ng;
+      check_close(y.cpu(), m->forward(x).cpu(), 1e-5, 1e-4);
+    }
+  }
+  const auto st = fast.stats();
+  CHECK(st.traces == 2);  // one per branch, none in the second round
+  CHECK(st.cached_plans == 2);
+  CHECK(st.calls == 4);
+  for (const auto& p : m->parameters()) CHECK(p.device() == kDev);
+}
+
+TEST_CASE("fake device: tracing device work: inputs elsewhere, a split module, tensors made on the device") {
   OnFakeDevice on;
   auto net = std::make_shared<Net>();
   net->to(kDev);
-  const std::string m = error_of([&] { (void)jit::freeze(*net, TF::randn({2, 4})); });
-  CHECK(m.find("frost::jit::trace") != std::string::npos);
-  CHECK(m.find("is on cuda:0") != std::string::npos);
-  CHECK(m.find("plan.to(device)") != std::string::npos);
+  std::string m = error_of([&] { (void)jit::freeze(*net, TF::randn({2, 4})); });
+  CHECK(m.find("frost::jit::trace: example input 0 is on cpu") != std::string::npos);
+  CHECK(m.find("parameters are on cuda:0") != std::string::npos);
+  // Split across two devices: a plan runs on one.
+  net->b->to(Device::cuda(1));
+  m = error_of([&] { (void)jit::freeze(*net, TF::randn({2, 4}).to(kDev)); });
+  CHECK(m.find("'a.weight' is on cuda:0 and 'b.weight' on cuda:1") != std::string::npos);
+  CHECK(net->b->weight.device() == Device::cuda(1));
+  // Code that makes a tensor on the device itself fails the trace, and the
+  // module is back on its device afterwards.
+  struct OnDevice : nn::Module {
+    nn::Linear a = register_module("a", nn::Linear(4, 3));
+    TF forward(const TF& x) { return a(x) + TF::zeros({x.shape()[0], 3}, kDev); }
+  };
+  auto od = std::make_shared<OnDevice>();
+  od->to(kDev);
+  m = error_of([&] { (void)jit::freeze(*od, TF::randn({2, 4}).to(kDev)); });
+  INFO(m);
+  CHECK(m.find("made or used a float32 tensor on cuda:0") != std::string::npos);
+  CHECK(m.find("zeros(shape, x.device())") != std::string::npos);
+  CHECK(m.find("the trace of work on cuda:0 runs on the CPU") != std::string::npos);
+  CHECK(od->a->weight.device() == kDev);
+  CHECK(od->a->bias.device() == kDev);
+  // A callable holding a device tensor: the trace names what to do.
+  const auto held = TF::ones({4}).to(kDev);
+  auto times_held = [&](const TF& a) { return a * held; };
+  m = error_of([&] { (void)jit::trace(times_held, TF::randn({2, 4}).to(kDev)); });
+  CHECK(m.find("cuda:0") != std::string::npos);
+  CHECK(m.find("pass it as an input or register it in the module") != std::string::npos);
 }
 
 }  // TEST_SUITE

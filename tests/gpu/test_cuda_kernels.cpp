@@ -5,7 +5,8 @@
 // host threads sharing the device (a cuDNN handle each; a plan capturing its
 // CUDA Graph while another thread runs eager work), plans frozen with
 // allow_tf32 or quantize_linear, Plan::profile's event timing, and batch
-// norm's counter and clip_grad_norm_ kept on the device. Each case reports
+// norm's counter and clip_grad_norm_ kept on the device, modules on the
+// device frozen and compiled (traced on the host). Each case reports
 // "skipped: no CUDA device" where no GPU is visible.
 #include <algorithm>
 #include <atomic>
@@ -341,6 +342,42 @@ TEST_CASE("cuda: Plan::profile times each step with events (a graphed plan, a gu
   const auto q = guarded.profile({easy}, 2);
   CHECK(std::any_of(q.steps.begin(), q.steps.end(), [](const auto& s) { return s.kind == "guard"; }));
   CHECK_THROWS_AS(guarded.profile({TF::randn({2, 3, 16, 16}) * 0.1f}, 2), jit::GuardFailure);
+}
+
+TEST_CASE("cuda: a module on the device freezes and compiles into plans there (traced on the host)") {
+  if (no_gpu()) return;
+  manual_seed(21);
+  auto m = nn::make<guide::ResearchModelBN>();
+  m->to(kCuda);
+  m->eval();
+  const auto x = TF::randn({4, 3, 32, 32}).to(kCuda);
+  TF want;
+  {
+    NoGradGuard ng;
+    want = m(x);
+  }
+  auto plan = jit::freeze(m, x);
+  CHECK(plan.device() == kCuda);
+  for (const auto& p : m->parameters()) CHECK(p.device() == kCuda);
+  for (int run = 0; run < 3; ++run) {  // run 0 captures the CUDA Graph, 1 and 2 replay it
+    const auto y = plan.run(x);
+    CHECK(y.device() == kCuda);
+    CHECK(differ(y.cpu(), want.cpu(), 1e-4, 1e-3, "plan of a device module, run " + std::to_string(run)).empty());
+  }
+  CHECK(plan.graph_launches() == 3);
+
+  auto ar = nn::make<guide::AdaptiveResNet>();
+  ar->to(kCuda);
+  ar->eval();
+  ar->threshold = 0.2f;  // above any relu(bias) (|bias| < 1/sqrt(27)): zeros take the deep branch
+  auto fast = jit::compile(*ar);
+  const auto easy = (TF::randn({2, 3, 16, 16}) * 0.1f + 30.0f).to(kCuda), hard = TF::zeros({2, 3, 16, 16}).to(kCuda);
+  for (int round = 0; round < 2; ++round)
+    for (const auto& xi : {easy, hard}) {
+      NoGradGuard ng;
+      CHECK(differ(fast(xi).cpu(), ar(xi).cpu(), 1e-4, 1e-3, "compiled device module").empty());
+    }
+  CHECK(fast.stats().traces == 2);
 }
 
 }  // TEST_SUITE

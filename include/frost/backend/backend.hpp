@@ -341,7 +341,13 @@ Backend<T>& cpu_backend();
 /// The backend for `d`; a clear error when that device's backend was not linked in.
 template <class T>
 inline Backend<T>& backend_for(Device d) {
-  if (FROST_UNLIKELY(detail::tracing_backend<T> != nullptr)) return *detail::tracing_backend<T>;
+  if (FROST_UNLIKELY(detail::tracing_backend<T> != nullptr)) {
+    // The tracer records CPU kernels only (jit::trace brings device work to the host first).
+    FROST_CHECK(d.is_cpu(), "frost::jit::trace: the traced code made or used a ", dtype_name<T>(), " tensor on ",
+                d.str(), "; a trace runs on the CPU, so make tensors where the inputs are (e.g. zeros(shape, "
+                "x.device()))");
+    return *detail::tracing_backend<T>;
+  }
   if (FROST_LIKELY(d.is_cpu())) return cpu_backend<T>();
   FROST_CHECK(d.index >= 0 && d.index < kMaxCudaDevices, "frost: ", d.str(),
               " is not a device index frost takes (cuda:0 to cuda:", kMaxCudaDevices - 1, ")");

@@ -19,6 +19,11 @@ template <FloatScalar T>
 Plan<T> freeze(Graph g, const FreezeOptions& opt) {
   FROST_CHECK(g.dtype == dtype_of<T>(), "frost::jit::freeze: the graph was traced with ", dtype_name(g.dtype),
               " tensors, not ", dtype_name<T>());
+  if (!g.device.is_cpu()) {  // traced from a device module: frozen for the device and placed there
+    const Device d = g.device;
+    g.device = Device::cpu();
+    return Plan<T>::frozen_for(std::move(g), d, opt);
+  }
   auto source = std::make_shared<const Graph>(g);
   FreezeState st;
   st.g = std::move(g);
@@ -54,7 +59,8 @@ Plan<T> freeze(Graph g) {
 }
 
 /// Traces `module(inputs...)` in evaluation mode (restoring its mode after)
-/// and freezes it with `opt`:
+/// and freezes it with `opt`; a module and inputs on a GPU give a plan on
+/// that GPU (traced on the CPU, see jit::trace):
 /// \code
 /// auto plan = frost::jit::freeze(model, {.allow_tf32 = true}, x);
 /// \endcode

@@ -150,6 +150,9 @@ struct Graph {
   std::vector<Shape> input_shapes;
   std::vector<Slot> outputs;  // windows holding the results
   DType dtype = DType::float32;
+  /// Where the traced module and inputs were (the trace itself ran on the
+  /// CPU): freeze places the plan there. Not saved: a loaded plan is on the CPU.
+  Device device = Device::cpu();
 
   int add_buffer(Buffer b) {
     buffers.push_back(std::move(b));

@@ -268,6 +268,17 @@ class Plan {
   Device device() const { return device_; }
 
  private:
+  friend Plan<T> freeze<T>(Graph g, const FreezeOptions& opt);
+  /// `g` frozen once for device `d` and placed there: what Plan::to(d) makes
+  /// of a CPU-frozen plan (jit::freeze of a graph traced from a device module).
+  static Plan frozen_for(Graph g, Device d, const FreezeOptions& opt) {
+    (void)backend_for<T>(d).allocator();  // no CUDA backend: the clear error, before any work
+    Plan user;
+    user.opt_ = opt;
+    Plan p = user.refrozen(std::move(g), d);
+    p.place_on(d);
+    return p;
+  }
   /// `g` frozen with the user's options as device `d` wants them.
   Plan refrozen(Graph g, Device d) const {
     FreezeOptions o = opt_;

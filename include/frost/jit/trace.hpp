@@ -2,6 +2,8 @@
 // installed, returned as a Graph. A module's parameters and buffers become
 // named constants; the example inputs become the graph's inputs.
 #pragma once
+#include <optional>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -50,22 +52,91 @@ void add_module_constants(Tracer& tr, const M& m) {
   for (const auto& [name, b] : m.named_index_buffers()) tr.add_constant(b, name);
 }
 
-/// Traces `call(inputs)` where the inputs are dense private copies of `examples`.
+/// The one device the module's parameters and buffers are on (none when it has none).
+template <class M>
+std::optional<Device> module_device(const M& m) {
+  std::optional<Device> d;
+  std::string first;
+  auto see = [&](const std::string& name, Device at) {
+    if (!d) {
+      d = at;
+      first = name;
+      return;
+    }
+    FROST_CHECK(*d == at, "frost::jit::trace: '", first, "' is on ", d->str(), " and '", name, "' on ", at.str(),
+                "; a plan runs on one device, so the traced module must be on one (module.to(device))");
+  };
+  for (const auto& [name, p] : m.named_parameters()) see(name, p.device());
+  for (const auto& [name, b] : m.named_buffers()) see(name, b.device());
+  for (const auto& [name, b] : m.named_index_buffers()) see(name, b.device());
+  return d;
+}
+
+/// Traces `call(inputs)` where the inputs are dense private copies of
+/// `examples`. The tracer records CPU kernels and the freeze reads constants
+/// on the host, so a module on a device is traced on the CPU: its
+/// parameters and buffers visit the host for the one run (moved in place,
+/// as module.to does, so handles such as an optimizer's stay valid) and go
+/// back after it, errors included; the graph keeps the device, where
+/// freeze places the plan.
 template <class T, class M, class Call>
-Graph trace_with(const M* module, const std::vector<Tensor<T>>& examples, Call&& call) {
-  std::vector<Tensor<T>> xs;
+Graph trace_with(M* module, const std::vector<Tensor<T>>& examples, Call&& call) {
+  std::optional<Device> at;
+  if constexpr (!std::is_same_v<M, void>)
+    if (module) at = module_device(*module);
   for (std::size_t i = 0; i < examples.size(); ++i) {
     FROST_CHECK(examples[i].defined(), "frost::jit::trace: example input ", i, " is undefined");
-    xs.push_back(examples[i].detach().clone());  // owned and dense, made before the trace starts
+    const Device d = examples[i].device();
+    if (!at) at = d;
+    // Eager code would refuse to mix them in the first op; so does the trace (it moves the module, not the data).
+    FROST_CHECK(d == *at, "frost::jit::trace: example input ", i, " is on ", d.str(), " but ",
+                module ? "the module's parameters are" : "input 0 is", " on ", at->str(),
+                "; pass the inputs on the module's device");
   }
-  NoGradGuard no_grad;
-  Tracer tr(dtype_of<T>());
-  if constexpr (!std::is_same_v<M, void>)
-    if (module) add_module_constants<T>(tr, *module);
-  for (const auto& x : xs) tr.add_input(x);
-  const auto r = call(xs);
-  add_outputs<T>(tr, r);
-  return tr.finish();
+  const Device device = at.value_or(Device::cpu());
+  std::vector<Tensor<T>> xs;
+  for (const auto& x : examples)  // owned and dense, made before the trace starts
+    xs.push_back(device.is_cpu() ? x.detach().clone() : x.detach().cpu());
+  Graph g;
+  auto run = [&] {
+    NoGradGuard no_grad;
+    Tracer tr(dtype_of<T>());
+    if constexpr (!std::is_same_v<M, void>)
+      if (module) add_module_constants<T>(tr, *module);
+    for (const auto& x : xs) tr.add_input(x);
+    const auto r = call(xs);
+    add_outputs<T>(tr, r);
+    g = tr.finish();
+  };
+  if (device.is_cpu()) {
+    run();
+    return g;
+  }
+  auto move_module = [&](Device d) {
+    if constexpr (std::is_const_v<M>)
+      frost::detail::fail("frost::jit::trace: the module is on ", device.str(),
+                          " and was passed as const; its parameters visit the host for the trace, so pass it "
+                          "non-const");
+    else if constexpr (!std::is_same_v<M, void>)
+      if (module) module->to(d);
+  };
+  auto restore = [&] { move_module(device); };
+  move_module(Device::cpu());
+  try {
+    run();
+  } catch (const Error& e) {
+    restore();
+    throw Error(std::string(e.what()) + " (the trace of work on " + device.str() +
+                " runs on the CPU, with the inputs and the traced module's parameters and buffers moved there; "
+                "a tensor held anywhere else stays on " + device.str() +
+                ": pass it as an input or register it in the module)");
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+  g.device = device;
+  return g;
 }
 
 }  // namespace detail
@@ -73,7 +144,9 @@ Graph trace_with(const M* module, const std::vector<Tensor<T>>& examples, Call&&
 /// Traces `f(inputs...)` once: `f` is a module (or module handle), whose
 /// forward is called and whose parameters and buffers become named
 /// constants, or any callable over tensors. The module's mode is used as is
-/// (freeze switches to eval). Branches on tensor values become guards.
+/// (freeze switches to eval). Branches on tensor values become guards. A
+/// module and inputs on a GPU are traced on the CPU (the module's weights
+/// visit the host for the run); freeze then places the plan on the GPU.
 /// \code
 /// auto g = frost::jit::trace(model, x);
 /// std::cout << g.str();

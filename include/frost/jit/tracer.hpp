@@ -124,7 +124,7 @@ class Tracer final : public frost::detail::TraceHooks {
   template <class T>
   void add_input(const Tensor<T>& x) {
     FROST_CHECK(x.device().is_cpu(), "frost::jit::trace: input ", g_.inputs.size(), " is on ", x.device().str(),
-                "; plans are traced on the CPU (trace there, then plan.to(device) runs the plan on a GPU)");
+                "; the tracer records CPU kernels (jit::trace brings a device's inputs to the host first)");
     FROST_CHECK(x.is_contiguous() && x.storage_offset() == 0 &&
                     x.impl()->storage->nbytes == static_cast<std::size_t>(x.numel()) * sizeof(T),
                 "frost::jit::trace: input ", g_.inputs.size(), " must own a dense storage (pass x.clone())");
@@ -143,7 +143,7 @@ class Tracer final : public frost::detail::TraceHooks {
   void add_constant(const Tensor<T>& x, const std::string& name) {
     // Checked for every parameter, used or not: the freeze reads them all on the host.
     FROST_CHECK(x.device().is_cpu(), "frost::jit::trace: parameter or buffer '", name, "' is on ", x.device().str(),
-                "; plans are traced on the CPU (move the module there, trace, then plan.to(device))");
+                "; the tracer records CPU kernels (jit::trace brings a device module to the host first)");
     StorageImpl* s = x.impl()->storage.get();
     if (buf_of_.count(s)) return;  // shared (tied) weights: the first name wins
     Buffer b;
@@ -183,7 +183,7 @@ class Tracer final : public frost::detail::TraceHooks {
   // ---- TraceHooks -------------------------------------------------------------
   void on_alloc(StorageImpl* s) override {
     FROST_CHECK(s->device.is_cpu(), "frost::jit::trace: the traced code made a tensor on ", s->device.str(),
-                "; plans are traced on the CPU (move the module and inputs there, trace, then plan.to(device))");
+                "; a trace runs on the CPU, so make tensors where the inputs are (e.g. zeros(shape, x.device()))");
     keep_.emplace_back(s);  // alive until the trace ends: addresses stay unique
     addr_[reinterpret_cast<std::uintptr_t>(s->data)] = s;
   }
