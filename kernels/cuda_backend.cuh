@@ -65,6 +65,9 @@ class CudaBackend final : public Backend<T> {
     const View<const T>* in[1] = {&x};
     launch_map<T, 1>(ctx("copy"), y, in, CopyFn<T>{}, "copy");
   }
+  void cast(const View<const float>& x, const View<T>& y) override { launch_cast(ctx("cast"), x, y); }
+  void cast(const View<const double>& x, const View<T>& y) override { launch_cast(ctx("cast"), x, y); }
+  void cast(const View<const std::int64_t>& x, const View<T>& y) override { launch_cast(ctx("cast"), x, y); }
   void fill(const View<T>& y, T value) override {
     const View<const T>* in[1] = {nullptr};
     launch_map<T, 0>(ctx("fill"), y, in, FillFn<T>{value}, "fill");

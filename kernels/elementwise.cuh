@@ -144,6 +144,26 @@ void launch_map(const Launch& L, const View<T>& y, const View<const T>* const (&
   check_launch(op);
 }
 
+/// y = x as Y (fn::cast, as the CPU converts), any strides.
+template <class X, class Y>
+__global__ void cast_kernel(std::int64_t n, Strided<2> g, Y* __restrict__ y, const X* __restrict__ x) {
+  const std::int64_t step = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    std::int64_t off[2];
+    g.offsets(i, off);
+    y[off[0]] = fn::cast<Y>(x[off[1]]);
+  }
+}
+template <class X, class Y>
+void launch_cast(const Launch& L, const View<const X>& x, const View<Y>& y) {
+  const std::int64_t n = y.numel();
+  if (n == 0) return;
+  const Shape* strides[2] = {&y.strides, &x.strides};
+  const Strided<2> g = make_strided<2>(y.shape, strides);
+  cast_kernel<X, Y><<<grid_for(n, L.sm_count), kThreads, 0, L.stream>>>(n, g, y.data, x.data);
+  check_launch("cast");
+}
+
 /// Element i of y (row-major) = philox::sample(dist, seed, offset, i, lo, hi):
 /// the same numbers as the CPU backend draws for the same generator state.
 template <class T>

@@ -131,6 +131,19 @@ TEST_CASE("jit guards: item() in a trace is a strict guard on the value") {
   CHECK_THROWS_AS(plan.run(T::ones({3}) * 2.0f), jit::GuardFailure);
 }
 
+TEST_CASE("jit guards: a cast in a trace reads its values on the host and guards on them") {
+  // Plans have no cast step: the trace sees the conversion as a host read.
+  auto f = [](const T& a) { return a + a.argmax(0).to<float>(); };
+  const auto x = T::from({1, 3, 2});
+  const auto g = jit::trace(f, x);
+  REQUIRE(g.guards.size() == 1);
+  CHECK(g.guards[0].how == detail::HostRead::to_vector);
+  auto plan = jit::freeze<float>(g);
+  CHECK(close(plan.run(x), f(x)));
+  CHECK(close(plan.run(x * 2.0f), f(x * 2.0f)));  // the same argmax
+  CHECK_THROWS_AS(plan.run(T::from({3, 1, 2})), jit::GuardFailure);
+}
+
 TEST_CASE("jit::Plan::run: wrong input count or shape is a frost::Error") {
   auto m = nn::make<Mlp>();
   auto plan = jit::freeze(m, T::randn({2, 8}));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <set>
@@ -525,6 +526,14 @@ TEST_CASE("tensor: to converts the element type") {
   CHECK(m.shape() == Shape{3, 2});
   CHECK(m.to_vector() == std::vector<float>{0, 3, 1, 4, 2, 5});
   CHECK(TD::empty({0, 2}).to<float>().shape() == Shape{0, 2});
+  // What C++ leaves undefined, defined (as x86, CUDA and PyTorch convert):
+  // NaN is int64's lowest value, out-of-range values saturate.
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(TD::from({std::nan(""), inf, -inf, 1e19, -1e19, -0.5}).to<std::int64_t>().to_vector() ==
+        std::vector<std::int64_t>{INT64_MIN, INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, 0});
+  CHECK(TF::from({std::nanf(""), 9.3e18f}).to<std::int64_t>().to_vector() ==
+        std::vector<std::int64_t>{INT64_MIN, INT64_MAX});
+  CHECK(frost::IndexTensor::from({INT64_MAX, -3}).to<double>().to_vector() == std::vector<double>{9223372036854775807.0, -3});
 }
 
 // ---- printing ---------------------------------------------------------------

@@ -237,12 +237,17 @@ Tensor<U> Tensor<T>::to() const {
   if constexpr (std::is_same_v<T, U>) {
     return *this;
   } else {
-    // Converted on the host (a host read, so a trace guards on it): casts
-    // are rare, and the result moves back to x's device.
-    const std::vector<T> v = to_vector();
-    auto y = Tensor<U>::empty(shape());
-    for (std::size_t i = 0; i < v.size(); ++i) y.data()[i] = static_cast<U>(v[i]);
-    return y.to(device());
+    // Traced, a host read (the plan guards on the values): plans have no
+    // casts. Otherwise x's device converts, with no read back.
+    if (detail::tracing()) {
+      const std::vector<T> v = to_vector();
+      auto y = Tensor<U>::empty(shape());
+      for (std::size_t i = 0; i < v.size(); ++i) y.data()[i] = fn::cast<U>(v[i]);
+      return y;
+    }
+    auto y = Tensor<U>::empty(shape(), device());
+    backend_for<U>(device()).cast(View<const T>(view_of()), y.view_of());
+    return y;
   }
 }
 

@@ -111,6 +111,9 @@ class Backend final : public frost::Backend<T> {
   void copy(const View<const T>& x, const View<T>& y) override {
     run("copy", {x.data, y.data}, [&] { cpu().copy(x, y); });
   }
+  void cast(const View<const float>& x, const View<T>& y) override { cast_from(x, y); }
+  void cast(const View<const double>& x, const View<T>& y) override { cast_from(x, y); }
+  void cast(const View<const std::int64_t>& x, const View<T>& y) override { cast_from(x, y); }
   void fill(const View<T>& y, T value) override {
     run("fill", {y.data}, [&] { cpu().fill(y, value); });
   }
@@ -213,6 +216,10 @@ class Backend final : public frost::Backend<T> {
 
  private:
   static frost::Backend<T>& cpu() { return cpu_backend<T>(); }
+  template <class X>
+  static void cast_from(const View<const X>& x, const View<T>& y) {
+    run("cast", {x.data, y.data}, [&] { cpu().cast(x, y); });
+  }
   template <class F>
   static void run(const char* kernel, std::initializer_list<const void*> device_pointers, F&& f) {
     need_device(kernel, device_pointers);

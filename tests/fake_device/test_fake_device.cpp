@@ -72,7 +72,7 @@ jit::Plan<float> frozen_on_device(M& m, const TF& x) {
 
 TEST_SUITE("fake device") {
 
-TEST_CASE("fake device: host reads of device tensors copy to the host first (item, to_vector, print, if)") {
+TEST_CASE("fake device: host reads of device tensors copy to the host first (item, to_vector, print, if); casts do not") {
   OnFakeDevice on;
   const auto c = TF::from({1.5f, -2.0f, 3.0f, 0.5f}, {2, 2});
   const auto x = c.to(kDev);
@@ -90,6 +90,15 @@ TEST_CASE("fake device: host reads of device tensors copy to the host first (ite
   if (x.mean() > 0.0f) branch = true;  // a data-dependent branch reads one value
   CHECK(branch);
   check_close(x.to<double>().cpu(), c.to<double>());
+  // Casts convert on the device: no read back.
+  const int reads = fake::memory().host_reads;
+  const auto as_index = x.t().to<std::int64_t>();
+  const auto back = (as_index.to<float>() + 1.0f).to<double>();
+  CHECK(fake::memory().host_reads == reads);
+  CHECK(as_index.device() == kDev);
+  CHECK(back.device() == kDev);
+  CHECK(as_index.cpu().to_vector() == c.t().to<std::int64_t>().to_vector());
+  check_close(back.cpu(), (c.t().to<std::int64_t>().to<float>() + 1.0f).to<double>());
   check_close(one_hot(IndexTensor::from({0, 2, 1}).to(kDev), 3).cpu(), one_hot(IndexTensor::from({0, 2, 1}), 3));
 }
 

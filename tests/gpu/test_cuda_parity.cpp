@@ -18,59 +18,12 @@
 
 namespace frost::test::optable {
 
-namespace {
-
-/// A row on the CPU and on CUDA from the same values: the outputs, then the
-/// gradients of sum(w * y) for a fixed random w.
-template <class T>
-std::string row_parity(const Row& r, double atol, double rtol) {
-  const Prepared p = prepare(r);
-  const auto& f = [&]() -> const OpFn<T>& {
-    if constexpr (std::is_same_v<T, double>) return r.fd;
-    else return r.ff;
-  }();
-  auto cpu = bases<T>(p);
-  std::vector<Tensor<T>> dev;
-  for (auto& b : cpu) {
-    dev.push_back(b.to(kCuda));
-    if (r.grad) {
-      b.requires_grad_();
-      dev.back().requires_grad_();
-    }
-  }
-  const Tensor<T> y = f(views(r, cpu));
-  const Tensor<T> yd = f(views(r, dev));
-  std::string out;
-  if (yd.device() != kCuda) out += "the result is on " + yd.device().str() + "\n";
-  out += differ(yd.cpu(), y, atol, rtol, "forward");
-  if (!r.grad || !y.requires_grad() || y.numel() == 0) return out;
-  Generator gen(99);
-  const Tensor<T> w = Tensor<T>::rand(y.shape(), &gen) + T(0.5);
-  (y * w).sum().backward();
-  (yd * w.to(kCuda)).sum().backward();
-  for (std::size_t i = 0; i < cpu.size(); ++i) {
-    const std::string what = "gradient of input " + std::to_string(i);
-    if (cpu[i].grad().defined() != dev[i].grad().defined()) out += what + ": defined on one device only\n";
-    else if (cpu[i].grad().defined()) out += differ(dev[i].grad().cpu(), cpu[i].grad(), atol, rtol, what);
-  }
-  return out;
-}
-
-std::vector<Row> every_row() {
-  std::vector<Row> all;
-  for (auto rows : {elementwise_rows(), reduce_linalg_rows(), views_index_rows(), conv_pool_rows()})
-    all.insert(all.end(), rows.begin(), rows.end());
-  return all;
-}
-
-}  // namespace
-
 TEST_SUITE("cuda") {
 
 TEST_CASE("cuda: every op-table row matches the CPU, forward and backward, in double") {
   if (no_gpu()) return;
   for_rows(every_row(), [](const Row& r) {
-    const std::string problems = row_parity<double>(r, 1e-10, 1e-9);
+    const std::string problems = row_parity<double>(r, kCuda, 1e-10, 1e-9);
     CHECK_MESSAGE(problems.empty(), problems);
   });
 }
@@ -78,7 +31,7 @@ TEST_CASE("cuda: every op-table row matches the CPU, forward and backward, in do
 TEST_CASE("cuda: every op-table row matches the CPU, forward and backward, in float") {
   if (no_gpu()) return;
   for_rows(every_row(), [](const Row& r) {
-    const std::string problems = row_parity<float>(r, 1e-5, 1e-4);
+    const std::string problems = row_parity<float>(r, kCuda, 1e-5, 1e-4);
     CHECK_MESSAGE(problems.empty(), problems);
   });
 }
@@ -149,6 +102,13 @@ TEST_CASE("cuda: tensors move to the device and back, item and to_vector read th
   CHECK(static_cast<bool>(d.max() > 5.5f));
   CHECK(d.to<double>().device() == kCuda);
   CHECK(d.to<double>().to_vector() == std::vector<double>{1, 2, 3, 4, 5, 6});
+  // Casts convert on the device, as the CPU does (NaN and out-of-range values included).
+  const auto odd = Tensor<float>::from({-1.7f, std::nanf(""), 1e30f, -1e30f, 2.9f, 0.0f}, {2, 3});
+  const auto cast = odd.to(kCuda).t().to<std::int64_t>();
+  CHECK(cast.device() == kCuda);
+  CHECK(cast.to_vector() == odd.t().to<std::int64_t>().to_vector());
+  CHECK(cast.to<double>().device() == kCuda);
+  CHECK(cast.to<double>().to_vector() == odd.t().to<std::int64_t>().to<double>().to_vector());
   // Gradients flow back across the move.
   auto leaf = x.clone().requires_grad_();
   (leaf.to(kCuda) * 2.0f).sum().backward();

@@ -291,6 +291,20 @@ struct Backend {
   // Moving bytes between the host and this device. The CPU backend's are
   // plain copies; a device backend's are synchronous with its stream.
 
+  /// y = x converted to T elementwise (fn::cast: Tensor::to<T>), from each
+  /// of frost's dtypes; x has y's shape and any strides, on this device.
+  virtual void cast(const View<const float>& x, const View<T>& y) {
+    (void)x, (void)y;
+    unsupported("cast");
+  }
+  virtual void cast(const View<const double>& x, const View<T>& y) {
+    (void)x, (void)y;
+    unsupported("cast");
+  }
+  virtual void cast(const View<const std::int64_t>& x, const View<T>& y) {
+    (void)x, (void)y;
+    unsupported("cast");
+  }
   /// n elements from host memory into this device's memory.
   virtual void copy_from_host(const T* host, T* dev, std::int64_t n) = 0;
   /// n elements from this device's memory into host memory (waits for the device).

@@ -5,6 +5,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "macros.hpp"
 
@@ -143,6 +144,20 @@ FROST_HOST_DEVICE inline T binary(BinaryOp op, T a, T b, T p) {
     case BinaryOp::gelu_tanh_backward: return a * gelu_tanh_grad(b);
   }
   return a;
+}
+
+/// x as U (Tensor::to<U>), as static_cast, with what C++ leaves undefined
+/// defined the same on every device: a float NaN becomes int64's lowest value
+/// (what x86's and CUDA's conversions give, so PyTorch's casts too), and
+/// floats beyond int64's range saturate.
+template <class U, class T>
+FROST_HOST_DEVICE inline U cast(T x) {
+  if constexpr (std::is_same_v<U, std::int64_t> && !std::is_same_v<T, std::int64_t>) {
+    if (x != x) return INT64_MIN;
+    if (x >= T(9223372036854775808.0)) return INT64_MAX;  // 2^63, exact in float and double
+    if (x < T(-9223372036854775808.0)) return INT64_MIN;
+  }
+  return static_cast<U>(x);
 }
 
 }  // namespace fn

@@ -43,6 +43,9 @@ struct CpuBackend final : Backend<T> {
   void where(const View<const T>& c, const View<const T>& a, const View<const T>& b, const View<T>& y) override { cpu::where(c, a, b, y); }
   void copy(const View<const T>& x, const View<T>& y) override { cpu::copy(x, y); }
   void fill(const View<T>& y, T v) override { cpu::fill(y, v); }
+  void cast(const View<const float>& x, const View<T>& y) override { cpu::cast(x, y); }
+  void cast(const View<const double>& x, const View<T>& y) override { cpu::cast(x, y); }
+  void cast(const View<const std::int64_t>& x, const View<T>& y) override { cpu::cast(x, y); }
   void random(const View<T>& y, philox::Dist d, std::uint64_t seed, std::uint64_t off, double lo, double hi) override {
     cpu::random(y, d, seed, off, lo, hi);
   }

@@ -62,14 +62,14 @@ void binary_dense_scalar(const T* a, T bv, T* y, std::int64_t n, T p) {
 }
 
 /// y[i] = f(x[i]) for any strides (broadcast inputs included).
-template <class T, class F>
-void map_strided(const View<const T>& x, const View<T>& y, F f) {
+template <class X, class T, class F>
+void map_strided(const View<const X>& x, const View<T>& y, F f) {
   Loop<2> loop(y.shape, {&y.strides, &x.strides});
   const std::int64_t sy = loop.inner_stride(0), sx = loop.inner_stride(1);
   parallel_for(y.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
     loop.run(b, e, [&](const auto& off, std::int64_t cnt) {
       T* yp = y.data + off[0];
-      const T* xp = x.data + off[1];
+      const X* xp = x.data + off[1];
       for (std::int64_t i = 0; i < cnt; ++i) yp[i * sy] = f(xp[i * sx]);
     });
   });
@@ -178,6 +178,12 @@ void copy(const View<const T>& x, const View<T>& y) {
     return;
   }
   map_strided(x, y, [](T v) { return v; });
+}
+
+/// y = x as Y (fn::cast), any strides.
+template <class X, class Y>
+void cast(const View<const X>& x, const View<Y>& y) {
+  if (y.numel() > 0) map_strided(x, y, [](X v) { return fn::cast<Y>(v); });
 }
 
 template <class T>
