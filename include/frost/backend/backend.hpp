@@ -288,11 +288,9 @@ struct Backend {
   /// each i, fused into one pass (state buffers per OptimStep, null if unused).
   virtual void optimizer_step(const OptimStep<T>& o, T* p, const T* g, T* s0, T* s1, T* s2, std::int64_t n) = 0;
 
-  // Moving bytes between the host and this device. The CPU backend's are
-  // plain copies; a device backend's are synchronous with its stream.
-
   /// y = x converted to T elementwise (fn::cast: Tensor::to<T>), from each
   /// of frost's dtypes; x has y's shape and any strides, on this device.
+  /// (The tracing backend has none: a traced cast converts on the host.)
   virtual void cast(const View<const float>& x, const View<T>& y) {
     (void)x, (void)y;
     unsupported("cast");
@@ -305,6 +303,10 @@ struct Backend {
     (void)x, (void)y;
     unsupported("cast");
   }
+
+  // Moving bytes between the host and this device. The CPU backend's are
+  // plain copies; a device backend's are synchronous with its stream.
+
   /// n elements from host memory into this device's memory.
   virtual void copy_from_host(const T* host, T* dev, std::int64_t n) = 0;
   /// n elements from this device's memory into host memory (waits for the device).
