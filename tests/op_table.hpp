@@ -608,8 +608,8 @@ inline RefFn lines(std::int64_t dim, std::function<std::vector<double>(const std
 
 /// Ops that record no gradient (piecewise constant or integer results). Every
 /// other public op must have a gradcheck row.
-inline constexpr std::array<std::string_view, 10> kNoGradientOps = {"sign", "eq", "ne", "lt", "le",
-                                                                     "gt",   "ge", "argmax", "argmin", "one_hot"};
+inline constexpr std::array<std::string_view, 14> kNoGradientOps = {
+    "sign", "floor", "ceil", "round", "trunc", "eq", "ne", "lt", "le", "gt", "ge", "argmax", "argmin", "one_hot"};
 
 // The tables, one per translation unit.
 std::vector<Row> elementwise_rows();

@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <frost/frost.hpp>
+#include <algorithm>
 #include <atomic>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -131,17 +133,69 @@ TEST_CASE("jit guards: item() in a trace is a strict guard on the value") {
   CHECK_THROWS_AS(plan.run(T::ones({3}) * 2.0f), jit::GuardFailure);
 }
 
-TEST_CASE("jit guards: a cast in a trace reads its values on the host and guards on them") {
-  // Plans have no cast step: the trace sees the conversion as a host read.
+TEST_CASE("jit::trace: a cast is a plan step, not a guard: plans convert whatever values they get") {
+  // An argmax used as a number: before cast steps, the plan guarded on the
+  // traced argmax and refused any input with another.
   auto f = [](const T& a) { return a + a.argmax(0).to<float>(); };
   const auto x = T::from({1, 3, 2});
   const auto g = jit::trace(f, x);
-  REQUIRE(g.guards.size() == 1);
-  CHECK(g.guards[0].how == detail::HostRead::to_vector);
+  CHECK(g.guards.empty());
+  CHECK(g.str().find("Float[] = cast[from=Long]") != std::string::npos);
   auto plan = jit::freeze<float>(g);
-  CHECK(close(plan.run(x), f(x)));
-  CHECK(close(plan.run(x * 2.0f), f(x * 2.0f)));  // the same argmax
-  CHECK_THROWS_AS(plan.run(T::from({3, 1, 2})), jit::GuardFailure);
+  for (const auto& in : {x, x * 2.0f, T::from({3, 1, 2}), T::from({0, 1, 5})}) CHECK(close(plan.run(in), f(in), 0));
+  // Bucketing, the common float -> index pattern: the rows a plan looks up
+  // follow its input; NaN and out-of-range values convert as in eager
+  // (NaN to INT64_MIN, +-1e30 saturating), through double and back.
+  auto bucket = [](const T& v) {
+    const auto table = T::arange(8).reshape({4, 2}) * 10.0f;  // made in the trace: a plan constant
+    const auto idx = (v.clamp(0.0f, 0.999f) * 4.0f).to<std::int64_t>();  // truncates: the floor here
+    const auto odd = ((v.to<double>() * 1e10).to<std::int64_t>().to<double>() * 1e-10).to<float>();
+    return table.index_select(0, idx).sum({1}) + odd;
+  };
+  manual_seed(4);
+  const auto v = T::rand({6});
+  auto pb = jit::freeze<float>(jit::trace(bucket, v));
+  CHECK(pb.graph().guards.empty());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const auto& in : {v, T::rand({6}), T::from({0.1f, 0.9f, 0.3f, 0.6f, 0.2f, 0.0f}), T::from({1e30f, -1e30f, 0.5f, 0.25f, 0.7f, 0.4f})})
+    CHECK(close(pb.run(in), bucket(in), 0));
+  // NaN: the index op rejects INT64_MIN as eager does; the plain cast gives eager's bits.
+  auto plain = [](const T& a) { return a.to<std::int64_t>().to<float>(); };
+  const auto with_nan = T::from({nan, 2.5f, -7.9f});
+  const auto pp = jit::freeze<float>(jit::trace(plain, with_nan));
+  CHECK(pp.run(with_nan).to_vector() == plain(with_nan).to_vector());
+  CHECK(pp.run(with_nan).to_vector()[0] == static_cast<float>(std::numeric_limits<std::int64_t>::min()));
+  CHECK_THROWS_AS(pb.run(T::from({nan, 0.1f, 0.2f, 0.3f, 0.4f, 0.5f})), Error);
+}
+
+TEST_CASE("jit::trace: one_hot given its classes is plan steps; inferring them guards on the indices") {
+  auto f = [](const T& a) { return one_hot(a.argmax(1), 4).to<float>() * a; };
+  manual_seed(5);
+  const auto x = T::randn({3, 4});
+  auto plan = jit::freeze<float>(jit::trace(f, x));
+  CHECK(plan.graph().guards.empty());
+  for (const auto& in : {x, T::randn({3, 4}), T::randn({3, 4})}) CHECK(close(plan.run(in), f(in), 0));
+  // Inferred from the largest index: the host reads the indices, and the plan checks them.
+  auto inferred = [](const T& a) { return one_hot(a.argmax(1)).to<float>(); };
+  const auto y = T::from({0, 1, 0, 2, 0, 0}, {2, 3});
+  auto guarded = jit::freeze<float>(jit::trace(inferred, y));
+  CHECK(guarded.graph().guards.size() == 1);
+  CHECK(close(guarded.run(y), inferred(y), 0));
+  CHECK_THROWS_AS(guarded.run(T::from({0, 1, 0, 0, 2, 0}, {2, 3})), jit::GuardFailure);
+}
+
+TEST_CASE("jit: a cast step reading another dtype than it states, or an unknown one, is rejected") {
+  auto f = [](const T& a) { return a.argmax(0).to<float>(); };
+  jit::Graph g = jit::trace(f, T::from({1, 3, 2}));
+  auto cast = std::find_if(g.steps.begin(), g.steps.end(), [](const jit::Step& s) { return s.kind == jit::StepKind::cast; });
+  REQUIRE(cast != g.steps.end());
+  const std::vector<std::int64_t> unplaced(g.buffers.size(), -1);
+  auto check = [&] { jit::detail::validate_plan(g, unplaced, 0, "test", true); };
+  CHECK_NOTHROW(check());
+  cast->op = static_cast<int>(DType::float64);  // the argmax's int64 read as double
+  CHECK_THROWS_WITH_AS(check(), doctest::Contains("reads buffer"), Error);
+  cast->op = 7;
+  CHECK_THROWS_WITH_AS(check(), doctest::Contains("op code 7 is out of range"), Error);
 }
 
 TEST_CASE("jit::Plan::run: wrong input count or shape is a frost::Error") {

@@ -84,7 +84,16 @@ TEST_CASE("losses: bad input is a frost::Error naming the loss") {
   CHECK_THROWS_WITH_AS(F::mse_loss(TD::zeros({2, 3}), TD::zeros({3, 2})),
                        doctest::Contains("mse_loss: input of shape [2, 3] and target of shape [3, 2]"), Error);
   CHECK_THROWS_WITH_AS(F::cross_entropy(logits(), ints({0, 4, 1})),
-                       doctest::Contains("nll_loss: target 4 is out of bounds for 4 classes"), Error);
+                       doctest::Contains("nll_loss: a target is out of bounds for 4 classes"), Error);
+  CHECK_THROWS_WITH_AS(F::cross_entropy(logits(), ints({0, 4, 1})), doctest::Contains("index 4 is out of bounds"), Error);
+  CHECK_THROWS_WITH_AS(F::nll_loss(logits(), ints({0, -3, 1}), {.ignore_index = -1}),
+                       doctest::Contains("index -3 is out of bounds"), Error);
+  // Targets beyond float range still fail (the mask is exact in double),
+  // and an ignore_index too large to compare exactly is refused.
+  CHECK_THROWS_WITH_AS(F::cross_entropy(logits(), ints({0, (std::int64_t(1) << 40) + 1, 1})),
+                       doctest::Contains("a target is out of bounds for 4 classes"), Error);
+  CHECK_THROWS_WITH_AS(F::cross_entropy(logits(), ints({0, 1, 2}), {.ignore_index = std::int64_t(1) << 60}),
+                       doctest::Contains("ignore_index 1152921504606846976 is beyond 2^53"), Error);
   CHECK_THROWS_WITH_AS(F::cross_entropy(logits(), ints({0, 1})), doctest::Contains("does not match input of shape [3, 4]"),
                        Error);
   CHECK_THROWS_WITH_AS(F::cross_entropy(logits(), ints({0, 1, 2}), {.weight = TD::ones({3})}),

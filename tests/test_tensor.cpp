@@ -536,6 +536,24 @@ TEST_CASE("tensor: to converts the element type") {
   CHECK(frost::IndexTensor::from({INT64_MAX, -3}).to<double>().to_vector() == std::vector<double>{9223372036854775807.0, -3});
 }
 
+TEST_CASE("tensor: floor ceil round trunc, halves to even, and what they do to inf, NaN and -0") {
+  const auto x = TD::from({-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -1.7, 1.2});
+  CHECK(x.round().to_vector() == std::vector<double>{-2, -2, -0.0, 0, 2, 2, -2, 1});  // PyTorch's torch.round
+  CHECK(x.floor().to_vector() == std::vector<double>{-3, -2, -1, 0, 1, 2, -2, 1});
+  CHECK(x.ceil().to_vector() == std::vector<double>{-2, -1, -0.0, 1, 2, 3, -1, 2});
+  CHECK(x.trunc().to_vector() == std::vector<double>{-2, -1, -0.0, 0, 1, 2, -1, 1});
+  CHECK(std::signbit(x.round().to_vector()[2]));  // -0.5 rounds to -0, as in PyTorch
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto special = TF::from({inf, -inf, std::nanf(""), 8388609.0f}).round().to_vector();
+  CHECK(special[0] == inf);
+  CHECK(special[1] == -inf);
+  CHECK(std::isnan(special[2]));
+  CHECK(special[3] == 8388609.0f);  // already integral: unchanged
+  // Piecewise constant: no gradient flows, as with sign.
+  const auto w = TF::from({0.3f, 1.6f}).requires_grad_();
+  CHECK_FALSE(w.floor().requires_grad());
+}
+
 // ---- printing ---------------------------------------------------------------
 
 TEST_CASE("tensor: printing") {

@@ -161,6 +161,10 @@ class Tensor {
   Tensor neg() const;
   Tensor abs() const;
   Tensor sign() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;  ///< halves to even, as PyTorch's
+  Tensor trunc() const;
   Tensor exp() const;
   Tensor log() const;
   Tensor sqrt() const;

@@ -75,6 +75,10 @@ void Tensor<T>::backward(const Tensor& grad, bool retain_graph, bool create_grap
 template <class T> Tensor<T> Tensor<T>::neg() const { return frost::neg(*this); }
 template <class T> Tensor<T> Tensor<T>::abs() const { return frost::abs(*this); }
 template <class T> Tensor<T> Tensor<T>::sign() const { return frost::sign(*this); }
+template <class T> Tensor<T> Tensor<T>::floor() const { return frost::floor(*this); }
+template <class T> Tensor<T> Tensor<T>::ceil() const { return frost::ceil(*this); }
+template <class T> Tensor<T> Tensor<T>::round() const { return frost::round(*this); }
+template <class T> Tensor<T> Tensor<T>::trunc() const { return frost::trunc(*this); }
 template <class T> Tensor<T> Tensor<T>::exp() const { return frost::exp(*this); }
 template <class T> Tensor<T> Tensor<T>::log() const { return frost::log(*this); }
 template <class T> Tensor<T> Tensor<T>::sqrt() const { return frost::sqrt(*this); }
@@ -237,14 +241,7 @@ Tensor<U> Tensor<T>::to() const {
   if constexpr (std::is_same_v<T, U>) {
     return *this;
   } else {
-    // Traced, a host read (the plan guards on the values): plans have no
-    // casts. Otherwise x's device converts, with no read back.
-    if (detail::tracing()) {
-      const std::vector<T> v = to_vector();
-      auto y = Tensor<U>::empty(shape());
-      for (std::size_t i = 0; i < v.size(); ++i) y.data()[i] = fn::cast<U>(v[i]);
-      return y;
-    }
+    // x's device converts, with no read back (traced: a plan's cast step).
     auto y = Tensor<U>::empty(shape(), device());
     backend_for<U>(device()).cast(View<const T>(view_of()), y.view_of());
     return y;

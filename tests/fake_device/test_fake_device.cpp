@@ -205,6 +205,24 @@ TEST_CASE("fake device: a training step with batch norm and clip_grad_norm_ read
   for (std::size_t i = 0; i < cpu->parameters().size(); ++i)
     check_close(dev->parameters()[i].grad().cpu(), cpu->parameters()[i].grad(), 1e-6, 1e-5);
 
+  // A classification loss reads its targets where they lie: weights, an
+  // ignored target and label smoothing, no read back.
+  {
+    const auto logits = TF::randn({4, 3}), w = TF::from({0.5f, 1.0f, 2.0f});
+    const auto target = IndexTensor::from({2, -100, 0, 1});
+    const F::ClassLossOptions<float> o{.weight = w, .label_smoothing = 0.1};
+    const TF want = F::cross_entropy(logits, target, o);
+    const auto ld = logits.to(kDev).requires_grad_();
+    const F::ClassLossOptions<float> od{.weight = w.to(kDev), .label_smoothing = 0.1};
+    const int before = fake::memory().host_reads;
+    const TF got = F::cross_entropy(ld, target.to(kDev), od);
+    got.backward();
+    CHECK(fake::memory().host_reads == before);
+    check_close(got.cpu(), want, 1e-6, 1e-5);
+    CHECK_THROWS_WITH_AS(F::cross_entropy(ld, IndexTensor::from({2, 3, 0, 1}).to(kDev), od),
+                         doctest::Contains("index 3 is out of bounds"), Error);
+  }
+
   // Gradients on two devices (a model split across GPUs) clip by their joint norm, as on one.
   TF a = TF::zeros({2}).requires_grad_(), b = TF::zeros({2}).requires_grad_();
   a.set_grad(TF::from({3.0f, 0.0f}));
@@ -468,6 +486,30 @@ TEST_CASE("fake device: plans traced on the CPU run on the device, and refit fro
   from_file.refit(weights);
   check_close(from_file.run(xn.to(kDev)).cpu(), net->forward(xn.to(kDev)).cpu(), 1e-6, 1e-5);
   std::filesystem::remove(weights);
+}
+
+TEST_CASE("fake device: a plan's cast steps convert on the device, with no read back") {
+  OnFakeDevice on;
+  // argmax as a number and a float bucketed into an index: both casts are
+  // steps of the plan, which has no guard and reads nothing to the host.
+  auto f = [](const TF& a) {
+    const auto table = TF::arange(8).reshape({4, 2});
+    const auto idx = (a.clamp(0.0f, 0.999f) * 4.0f).to<std::int64_t>();
+    return table.index_select(0, idx).sum({1}) + a.argmax(0).to<double>().to<float>();
+  };
+  const auto x = TF::from({0.1f, 0.8f, 0.3f, 0.6f});
+  auto plan = jit::freeze<float>(jit::trace(f, x));
+  CHECK(plan.graph().guards.empty());
+  plan.to(kDev);
+  const auto other = TF::from({0.9f, 0.2f, 0.5f, 0.05f});
+  for (const auto& in : {x, other}) {
+    const auto on_dev = in.to(kDev);
+    const int reads = fake::memory().host_reads;
+    const auto y = plan.run(on_dev);
+    CHECK(fake::memory().host_reads == reads);
+    CHECK(y.device() == kDev);
+    check_close(y.cpu(), f(in));
+  }
 }
 
 TEST_CASE("fake device: freezing a module on the device traces it on the host and gives a plan there") {

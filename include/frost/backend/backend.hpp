@@ -290,7 +290,7 @@ struct Backend {
 
   /// y = x converted to T elementwise (fn::cast: Tensor::to<T>), from each
   /// of frost's dtypes; x has y's shape and any strides, on this device.
-  /// (The tracing backend has none: a traced cast converts on the host.)
+  /// (Traced, a plan's cast step: jit/tracer.hpp.)
   virtual void cast(const View<const float>& x, const View<T>& y) {
     (void)x, (void)y;
     unsupported("cast");

@@ -18,7 +18,7 @@ namespace frost {
   X(neg) X(abs) X(sign) X(exp) X(log) X(sqrt) X(rsqrt) X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(leaky_relu) \
   X(gelu) X(silu) X(erf) X(clamp) X(pow_scalar) X(rpow_scalar) X(add_scalar) X(mul_scalar) X(rsub_scalar)    \
   X(rdiv_scalar) X(eq_scalar) X(ne_scalar) X(lt_scalar) X(le_scalar) X(gt_scalar) X(ge_scalar) X(copy)        \
-  X(gelu_tanh)
+  X(gelu_tanh) X(floor) X(ceil) X(round) X(trunc)
 
 // Binary ops: y = f(a, b; p). The *_backward entries are the fused gradient
 // kernels backward rules call (dy, saved) -> dx; they are ops too, so their
@@ -113,6 +113,11 @@ FROST_HOST_DEVICE inline T unary(UnaryOp op, T x, T p0, T p1) {
     case UnaryOp::ge_scalar: return T(x >= p0);
     case UnaryOp::copy: return x;
     case UnaryOp::gelu_tanh: return gelu_tanh(x);
+    // round: halves to even, as PyTorch's (nearbyint in the default rounding mode).
+    case UnaryOp::floor: return std::floor(x);
+    case UnaryOp::ceil: return std::ceil(x);
+    case UnaryOp::round: return std::nearbyint(x);
+    case UnaryOp::trunc: return std::trunc(x);
   }
   return x;
 }

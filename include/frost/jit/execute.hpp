@@ -554,6 +554,13 @@ void run_typed(const Step& s, Bases b, Device d) {
       break;
     case StepKind::elementwise: run_elementwise<T>(be, s, b); break;
     case StepKind::conv2d_pool: run_conv_pool<T>(be, s, b); break;
+    case StepKind::cast:
+      switch (static_cast<DType>(s.op)) {  // the source's type (validate: a DType)
+        case DType::float32: be.cast(view<const float>(s.in[0], b), out(0)); break;
+        case DType::float64: be.cast(view<const double>(s.in[0], b), out(0)); break;
+        case DType::int64: be.cast(view<const std::int64_t>(s.in[0], b), out(0)); break;
+      }
+      break;
     case StepKind::guard: break;  // the plan checks guards itself
   }
 }

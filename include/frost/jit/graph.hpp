@@ -44,9 +44,10 @@ enum class StepKind : std::uint8_t {
   conv2d, conv2d_grad_input, conv2d_grad_weight, max_pool2d, max_pool2d_backward, avg_pool2d, avg_pool2d_backward,
   linear, batch_norm, dropout, elementwise, conv2d_pool, guard,
   linear_chain,  // after guard: plan files keep their step codes
-  quantized_linear
+  quantized_linear,
+  cast  // y (dtype) = x converted elementwise (fn::cast); op: x's DType
 };
-inline constexpr StepKind kLastStepKind = StepKind::quantized_linear;
+inline constexpr StepKind kLastStepKind = StepKind::cast;
 /// The most layers one linear_chain step holds (its in: x, then W, bias, panels a layer).
 inline constexpr int kMaxChainLayers = 8;
 
@@ -55,7 +56,7 @@ inline const char* step_kind_name(StepKind k) {
       "unary", "binary", "where", "copy", "fill", "random", "reduce", "arg_reduce", "softmax", "gemm",
       "index_select", "gather", "scatter_add", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
       "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward", "linear", "batch_norm", "dropout", "elementwise",
-      "conv2d_pool", "guard", "linear_chain", "quantized_linear"};
+      "conv2d_pool", "guard", "linear_chain", "quantized_linear", "cast"};
   return names[static_cast<int>(k)];
 }
 
@@ -89,7 +90,8 @@ struct Step {
   StepKind kind = StepKind::unary;
   DType dtype = DType::float32;  // the kernel's element type
   std::vector<Slot> in, out;
-  int op = 0;             // UnaryOp / BinaryOp / ReduceOp / philox::Dist; conv2d, linear, quantized_linear: the fused UnaryOp
+  int op = 0;             // UnaryOp / BinaryOp / ReduceOp / philox::Dist; conv2d, linear, quantized_linear: the fused
+                          // UnaryOp; cast: the source DType
   double p0 = 0, p1 = 0;  // scalars: unary p0 p1, binary p, fill value, random lo hi, eps, dropout p
   std::int64_t i0 = 0;    // reduce: n_reduced; arg_reduce: is_max; softmax: log; index ops: dim;
                           // linear: 1 when the weight is pre-packed [K, N]; batch_norm: 1 once prepared;
@@ -240,6 +242,7 @@ inline std::string step_attrs(const Step& s) {
       }
       break;
     case StepKind::index_select: case StepKind::gather: case StepKind::scatter_add: o << "dim=" << s.i0; break;
+    case StepKind::cast: if (s.op >= 0 && s.op <= 2) o << "from=" << dtype_short(static_cast<DType>(s.op)); break;
     default: break;
   }
   std::string r = o.str();

@@ -68,6 +68,9 @@ class TracingBackend final : public Backend<T> {
                            const View<T>& dx) override;
   void avg_pool2d(const Pool2dParams& p, const View<const T>& x, const View<T>& y) override;
   void avg_pool2d_backward(const Pool2dParams& p, const View<const T>& dy, const View<T>& dx) override;
+  void cast(const View<const float>& x, const View<T>& y) override { cast_from(x, y); }
+  void cast(const View<const double>& x, const View<T>& y) override { cast_from(x, y); }
+  void cast(const View<const std::int64_t>& x, const View<T>& y) override { cast_from(x, y); }
   void optimizer_step(const OptimStep<T>&, T*, const T*, T*, T*, T*, std::int64_t) override {
     frost::detail::fail("frost::jit::trace: an optimizer step ran inside the trace; plans are inference "
                         "programs, so trace the forward only");
@@ -84,6 +87,8 @@ class TracingBackend final : public Backend<T> {
   void copy_to_host(const T* dev, T* host, std::int64_t n) override { real_.copy_to_host(dev, host, n); }
 
  private:
+  template <class S>
+  void cast_from(const View<const S>& x, const View<T>& y);
   Step step(StepKind k) const {
     Step s;
     s.kind = k;
@@ -561,6 +566,17 @@ void TracingBackend<T>::avg_pool2d_backward(const Pool2dParams& p, const View<co
   s.out = {t_.write(raw(dx))};
   FROST_TRACE_END
   real_.avg_pool2d_backward(p, dy, dx);
+}
+
+template <class T>
+template <class S>
+void TracingBackend<T>::cast_from(const View<const S>& x, const View<T>& y) {
+  FROST_TRACE_BEGIN(cast)
+  s.op = static_cast<int>(dtype_of<S>());  // the step's dtype is y's
+  s.in = {t_.read(raw(x))};
+  s.out = {t_.write(raw(y))};
+  FROST_TRACE_END
+  real_.cast(x, y);
 }
 
 #undef FROST_TRACE_BEGIN

@@ -265,6 +265,8 @@ struct Validator {
         slot(s.out[0], dt);
         break;
       case StepKind::copy: case StepKind::dropout: count(s, 1, 1), slot(s.in[0], dt), slot(s.out[0], dt), same(s.in[0].shape, s.out[0].shape); break;
+      case StepKind::cast: count(s, 1, 1), op_below(s.op, 3), slot(s.in[0], static_cast<DType>(s.op)), slot(s.out[0], dt),
+                           same(s.in[0].shape, s.out[0].shape); break;
       case StepKind::fill: count(s, 0, 1), slot(s.out[0], dt); break;
       case StepKind::random: count(s, 0, 1), slot(s.out[0], dt), op_below(s.op, 4); break;
       case StepKind::reduce: {

@@ -31,22 +31,21 @@ void check_same_shape(const Tensor<T>& a, const Tensor<T>& b, const char* op) {
               " and target of shape ", b.shape().str(), " must have the same shape");
 }
 
-/// Checks class indices against [0, C) (ignore_index aside) and returns them
-/// with ignored entries replaced by 0 (so they can index), plus a 0/1 mask.
+/// Class indices as the losses read them, made where they lie (no read
+/// back, no sync on a device): ignored entries replaced by class 0 (so they
+/// can index), plus a 0/1 mask of the counted ones. The range check is the
+/// one of the gather that reads them (nll_loss). Index tensors have no
+/// arithmetic, so the mask is computed in double, exact for every index
+/// up to 2^53: one beyond is out of range for any real C, and still fails
+/// the gather after rounding; ignore_index is held to that range.
 template <class T>
-std::pair<IndexTensor, Tensor<T>> class_targets(const IndexTensor& target, std::int64_t n_classes,
-                                                std::int64_t ignore_index, const char* op) {
-  auto v = target.contiguous().to_vector();
-  std::vector<T> keep(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const bool ignored = v[i] == ignore_index;
-    FROST_CHECK(ignored || (v[i] >= 0 && v[i] < n_classes), "frost::nn::functional::", op, ": target ", v[i],
-                " is out of bounds for ", n_classes, " classes (expected 0 <= target < ", n_classes,
-                " or ignore_index ", ignore_index, ")");
-    keep[i] = ignored ? T(0) : T(1);
-    if (ignored) v[i] = 0;
-  }
-  return {IndexTensor::from(v, target.shape()).to(target.device()), Tensor<T>::from(keep, target.shape()).to(target.device())};
+std::pair<IndexTensor, Tensor<T>> class_targets(const IndexTensor& target, std::int64_t ignore_index) {
+  constexpr std::int64_t exact = std::int64_t(1) << 53;
+  FROST_CHECK(ignore_index >= -exact && ignore_index <= exact, "frost::nn::functional: ignore_index ", ignore_index,
+              " is beyond 2^53 in magnitude (expected a class index or a small negative sentinel such as -100)");
+  const Tensor<double> t = target.to<double>();
+  const Tensor<double> counted = frost::detail::unary_raw(UnaryOp::ne_scalar, t, double(ignore_index));
+  return {frost::detail::binary_raw(BinaryOp::mul, t, counted).to<std::int64_t>(), counted.to<T>()};
 }
 }  // namespace detail
 
@@ -100,14 +99,19 @@ Tensor<T> nll_loss(const Tensor<T>& input, const IndexTensor& target, const Clas
   FROST_CHECK(t.dim() == 1 && t.size(0) == x.size(0), "frost::nn::functional::nll_loss: target of shape ",
               target.shape().str(), " does not match input of shape ", input.shape().str(), " (expected [N])");
   const std::int64_t c = x.size(1);
-  auto [idx, keep] = detail::class_targets<T>(t, c, o.ignore_index, "nll_loss");
-  auto w = keep;
-  if (o.weight.defined()) {
+  if (o.weight.defined())
     FROST_CHECK(o.weight.shape() == Shape{c}, "frost::nn::functional::nll_loss: weight of shape ",
                 o.weight.shape().str(), " does not match ", c, " classes");
-    w = o.weight.index_select(0, idx) * keep;
+  auto [idx, keep] = detail::class_targets<T>(t, o.ignore_index);
+  Tensor<T> logp;
+  try {  // the gather checks every target, where it lies
+    logp = x.gather(1, idx.unsqueeze(1)).squeeze(1);
+  } catch (const Error& e) {
+    frost::detail::fail("frost::nn::functional::nll_loss: a target is out of bounds for ", c,
+                        " classes (expected 0 <= target < ", c, " or ignore_index ", o.ignore_index, "): ", e.what());
   }
-  auto picked = -x.gather(1, idx.unsqueeze(1)).squeeze(1) * w;
+  const auto w = o.weight.defined() ? o.weight.index_select(0, idx) * keep : keep;
+  auto picked = -logp * w;
   switch (o.reduction) {
     case Reduction::none: return input.dim() == 1 ? picked.squeeze(0) : picked;
     case Reduction::sum: return picked.sum();
@@ -133,7 +137,7 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexTensor& target, const
   const Tensor<T> lp = input.dim() == 1 ? logp.unsqueeze(0) : logp;
   const IndexTensor t = input.dim() == 1 ? target.reshape({1}) : target;
   const std::int64_t c = lp.size(1);
-  auto [idx, keep] = detail::class_targets<T>(t, c, o.ignore_index, "cross_entropy");
+  auto [idx, keep] = detail::class_targets<T>(t, o.ignore_index);  // checked by nll_loss
   auto smooth = -(o.weight.defined() ? lp * o.weight : lp).sum({1}) * keep;
   Tensor<T> s;
   switch (o.reduction) {

@@ -67,6 +67,12 @@ template <FloatScalar T> Tensor<T> abs(const Tensor<T>& x) { return detail::unar
 
 /// y = sign(x): piecewise constant, so no gradient flows.
 template <FloatScalar T> Tensor<T> sign(const Tensor<T>& x) { return detail::unary_raw(UnaryOp::sign, x); }
+/// Rounding to an integral value (round: halves to even, as PyTorch's);
+/// piecewise constant like sign, so no gradient flows.
+template <FloatScalar T> Tensor<T> floor(const Tensor<T>& x) { return detail::unary_raw(UnaryOp::floor, x); }
+template <FloatScalar T> Tensor<T> ceil(const Tensor<T>& x) { return detail::unary_raw(UnaryOp::ceil, x); }
+template <FloatScalar T> Tensor<T> round(const Tensor<T>& x) { return detail::unary_raw(UnaryOp::round, x); }
+template <FloatScalar T> Tensor<T> trunc(const Tensor<T>& x) { return detail::unary_raw(UnaryOp::trunc, x); }
 
 /// y = e^x; dx = dy y
 struct ExpOp {

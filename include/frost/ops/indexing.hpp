@@ -3,6 +3,7 @@
 // everything built on them (max along a dim, index_select) has second
 // derivatives.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -201,26 +202,30 @@ Tensor<T> Tensor<T>::index_select(std::int64_t dim, const Tensor<std::int64_t>& 
 }
 
 /// One-hot encoding of class indices: shape index.shape + [num_classes]
-/// (num_classes = max + 1 when -1), as int64 like PyTorch.
+/// (num_classes = max + 1 when -1), as int64 like PyTorch. Made where the
+/// index lies, by a scatter of ones, so a given num_classes reads nothing
+/// back (and a trace records steps, not a guard on the indices); inferring
+/// it reads the indices to the host, as PyTorch's does.
 inline Tensor<std::int64_t> one_hot(const Tensor<std::int64_t>& index, std::int64_t num_classes = -1) {
   detail::check_defined(index, "one_hot");
-  const auto v = index.to_vector();
   if (num_classes < 0) {
-    std::int64_t m = -1;
-    for (auto i : v) m = i > m ? i : m;
+    const auto v = index.to_vector();
     FROST_CHECK(!v.empty(), "frost::one_hot: cannot infer num_classes from an empty index; pass it explicitly");
-    num_classes = m + 1;
+    num_classes = *std::max_element(v.begin(), v.end()) + 1;
   }
   Shape s = index.shape();
   s.push_back(num_classes);
-  auto y = Tensor<std::int64_t>::zeros(s);
-  std::int64_t* p = y.data();
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    FROST_CHECK(v[i] >= 0 && v[i] < num_classes, "frost::one_hot: class index ", v[i], " is out of range [0, ",
-                num_classes, ")");
-    p[static_cast<std::int64_t>(i) * num_classes + v[i]] = 1;
+  auto y = Tensor<std::int64_t>::zeros(s, index.device());
+  Shape one = index.shape();
+  one.push_back(1);
+  const auto at = index.reshape(one);
+  const auto ones = Tensor<std::int64_t>::ones(one, index.device());
+  try {  // the kernel checks every index, on the device too
+    backend_for<std::int64_t>(index.device()).scatter_add(y.view_of(), s.ndim() - 1, at.view_of(), ones.view_of());
+  } catch (const Error& e) {
+    detail::fail("frost::one_hot: a class index of ", index.shape().str(), " is out of range [0, ", num_classes,
+                 ") (", e.what(), ")");
   }
-  if (!index.device().is_cpu()) return y.to(index.device());
   return y;
 }
 
