@@ -730,9 +730,82 @@ TEST_CASE("autograd: gradients of clone contiguous and to") {
   x.set_grad(TD());
   (x.clone() * 2.0).sum().backward();
   check_close(x.grad(), std::vector<double>(6, 2.0));
-  // A dtype cast carries no gradient (documented).
-  CHECK_FALSE(x.to<float>().requires_grad());
+  // A cast to its own dtype is the tensor itself; to int64 carries no gradient.
   CHECK(x.to<double>().requires_grad());
+  CHECK_FALSE(x.to<std::int64_t>().requires_grad());
+  CHECK_FALSE(x.to<float>().detach().requires_grad());
+  NoGradGuard ng;
+  CHECK_FALSE(x.to<float>().requires_grad());
+}
+
+TEST_CASE("autograd: gradients flow through casts between float and double") {
+  // A double leaf and a float loss: d/dx sum(x^2) = 2x, in x's dtype.
+  auto x = TD::from({0.5, -1.25, 2.0}).requires_grad_();
+  auto y = x.to<float>();
+  CHECK(y.requires_grad());
+  CHECK(std::string(y.grad_fn_name()) == "to");
+  (y * y).sum().backward();
+  check_close(x.grad(), {1.0, -2.5, 4.0});
+
+  // A float leaf and a double loss (a loss summed in double precision).
+  auto w = TF::from({1.5f, -0.5f}).requires_grad_();
+  w.to<double>().exp().sum().backward();
+  check_close(w.grad(), {std::exp(1.5f), std::exp(-0.5f)});
+
+  // Two casts of one tensor, and a direct use: the gradients add up.
+  auto v = TD::from({1.0, 3.0}).requires_grad_();
+  (v.to<float>() * 2.0f).sum().to<double>().backward();
+  (((v.to<float>() * 2.0f).sum() + (v.to<float>() * 3.0f).sum()).to<double>() + v.sum()).backward();
+  check_close(v.grad(), {8.0, 8.0});
+}
+
+TEST_CASE("autograd: a node reached both directly and through a round trip to float runs once") {
+  // h gets one gradient from h*h and one back from the float branch; both
+  // dtypes share one queue, so h's node runs once with their sum, and a pass
+  // without retain_graph frees the graph without tripping over itself.
+  auto x = TD::from({0.25, -0.5, 0.1}).requires_grad_();
+  auto h = x * 3.0;
+  auto a = h.to<float>().exp().to<double>();
+  (a + h * h).sum().backward();
+  std::vector<double> want;
+  for (double xi : {0.25, -0.5, 0.1}) want.push_back(3.0 * (std::exp(3.0 * xi) + 2.0 * 3.0 * xi));
+  check_close(x.grad(), want, 1e-5, 1e-5);
+  CHECK(error_of([&] { (a + h).sum().backward(); }).find("backward through the graph a second time") !=
+        std::string::npos);
+}
+
+TEST_CASE("autograd: gradcheck through a round trip double -> float -> double") {
+  // Inputs and steps exactly representable in float, and no float-side
+  // rounding before the cast back, so finite differences are exact.
+  auto f = [](const std::vector<TD>& in) {
+    return in[0].to<float>().to<double>() * in[1] + in[1].to<float>().neg().to<double>().exp();
+  };
+  CHECK(frost::test::gradcheck(f, {TD::from({0.5, -1.25, 2.0}), TD::from({0.75, 1.5, -0.25})}, 1.0 / 1024));
+}
+
+TEST_CASE("autograd: autograd::grad and second derivatives across a cast") {
+  auto x = TD::from({0.5, 2.0}).requires_grad_();
+  auto xf = x.to<float>();
+  auto y = (xf * xf * xf).sum();  // float
+  auto g = frost::autograd::grad({y}, {xf}, {}, true, true);
+  check_close(g[0], {0.75f, 12.0f});  // 3x^2
+  // The float gradient, cast back, depends on the double leaf: d/dx of
+  // sum(3x^2) = 6x, and .grad is left alone by autograd::grad.
+  auto gd = g[0].to<double>().sum();
+  auto h = frost::autograd::grad({gd}, {x});
+  check_close(h[0], {3.0, 12.0});
+  CHECK_FALSE(x.grad().defined());
+  CHECK_FALSE(xf.grad().defined());
+
+  // create_graph through backward(): x.grad carries history across the cast.
+  auto z = TD::from({2.0}).requires_grad_();
+  auto zf = z.to<float>();
+  (zf * zf * zf).sum().backward({}, false, true);
+  check_close(z.grad(), {12.0});
+  CHECK(z.grad().requires_grad());
+  auto zz = frost::autograd::grad({z.grad().sum()}, {z});
+  check_close(zz[0], {12.0});
+  z.set_grad(TD());
 }
 
 TEST_CASE("autograd: a failed backward leaves the graph usable") {

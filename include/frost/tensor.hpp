@@ -240,7 +240,8 @@ class Tensor {
   Tensor& operator/=(T c) { return mul_(T(1) / c); }
 
   // ---- conversion -----------------------------------------------------
-  /// A copy with element type U (no gradient flows across a cast).
+  /// A copy with element type U. Between float and double the gradient flows
+  /// back, cast to this tensor's dtype; to or from int64 there is none.
   template <class U>
   Tensor<U> to() const;
   /// This tensor on device `d` (itself when already there); gradients flow
@@ -302,4 +303,5 @@ bool Tensor<T>::is_contiguous() const {
 #include "autograd/node.hpp"
 #include "ops/ops.hpp"
 #include "autograd/engine.hpp"
+#include "autograd/cast_node.hpp"
 #include "tensor_methods.hpp"

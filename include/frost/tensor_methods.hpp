@@ -244,6 +244,9 @@ Tensor<U> Tensor<T>::to() const {
     // x's device converts, with no read back (traced: a plan's cast step).
     auto y = Tensor<U>::empty(shape(), device());
     backend_for<U>(device()).cast(View<const T>(view_of()), y.view_of());
+    // Between float and double the gradient flows back (as in PyTorch);
+    // an int64 side has none.
+    if constexpr (FloatScalar<T> && FloatScalar<U>) autograd::detail::record_cast(y, *this);
     return y;
   }
 }

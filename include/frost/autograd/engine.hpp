@@ -5,6 +5,7 @@
 #pragma once
 #include <initializer_list>
 #include <queue>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -14,9 +15,8 @@ namespace frost::autograd {
 
 namespace detail {
 
-template <class T>
 struct BySeq {
-  bool operator()(const Node<T>* a, const Node<T>* b) const { return a->seq < b->seq; }
+  bool operator()(const NodeBase* a, const NodeBase* b) const { return a->seq < b->seq; }
 };
 
 template <class T>
@@ -54,6 +54,117 @@ void accumulate_leaf(TensorImpl<T>& leaf, Tensor<T> g, bool create_graph) {
   leaf.grad = (cur + g).impl_ref();
 }
 
+/// Gradients autograd::grad returns: where each input's gradient is taken
+/// (its node, or the leaf itself) and the sums so far.
+template <class T>
+struct Capture {
+  std::unordered_map<const void*, std::size_t> at;
+  std::vector<Tensor<T>> got;
+};
+
+/// One backward pass. Float and double nodes share one queue in decreasing
+/// sequence number, so a node that gets gradients through a cast between
+/// dtypes (x.to<float>() in a double graph) runs once, after all of them.
+class Engine {
+ public:
+  Engine(bool retain_graph, bool create_graph) : retain_(retain_graph), create_(create_graph) {}
+
+  template <class T>
+  Capture<T>& capture() {
+    if constexpr (std::is_same_v<T, float>) return cap_f_;
+    else return cap_d_;
+  }
+  void set_capturing() { capturing_ = true; }
+
+  /// Adds `g` to the gradient of the edge's node (queueing it) or leaf.
+  template <class T>
+  void send(const Edge<T>& e, Tensor<T> g) {
+    if (e.fn) {
+      detail::accumulate(e.fn->grad_buf, std::move(g));
+      if (!e.fn->queued) {
+        e.fn->queued = true;
+        ready_.push(e.fn.get());
+      }
+    } else if (e.leaf) {
+      if (capturing_) {  // autograd::grad leaves every .grad alone
+        auto& c = capture<T>();
+        auto it = c.at.find(e.leaf.get());
+        if (it != c.at.end()) detail::accumulate(c.got[it->second], std::move(g));
+      } else {
+        detail::accumulate_leaf(*e.leaf, std::move(g), create_);
+      }
+    }
+  }
+
+  void run() {
+    try {
+      while (!ready_.empty()) {
+        NodeBase* n = ready_.top();
+        ready_.pop();
+        n->queued = false;
+        if (n->dtype == DType::float32) step(static_cast<Node<float>*>(n));
+        else step(static_cast<Node<double>*>(n));
+      }
+    } catch (...) {
+      clear();
+      throw;
+    }
+  }
+
+  /// After a failure: a failing rule must not leave nodes queued with
+  /// half-summed gradients.
+  void clear() {
+    while (!ready_.empty()) {
+      NodeBase* n = ready_.top();
+      ready_.pop();
+      n->queued = false;
+      if (n->dtype == DType::float32) static_cast<Node<float>*>(n)->grad_buf = Tensor<float>();
+      else static_cast<Node<double>*>(n)->grad_buf = Tensor<double>();
+    }
+  }
+
+ private:
+  template <class T>
+  std::vector<Tensor<T>>& dx_buffer() {
+    if constexpr (std::is_same_v<T, float>) return dx_f_;
+    else return dx_d_;
+  }
+
+  template <class T>
+  void step(Node<T>* n) {
+    Tensor<T> dy = std::move(n->grad_buf);
+    n->grad_buf = Tensor<T>();
+    if (capturing_) {
+      auto& c = capture<T>();
+      auto it = c.at.find(n);
+      if (it != c.at.end()) detail::accumulate(c.got[it->second], dy);
+    }
+    FROST_CHECK(!n->released, "frost::backward: trying to backward through the graph a second time (", n->name(),
+                " already freed its saved tensors); pass retain_graph=true to the first backward");
+    auto& dx = dx_buffer<T>();
+    dx.assign(n->next.size(), Tensor<T>());
+    n->apply(dy, Grads<T>{dx.data(), &n->next});
+    // Dropped before the sends: a rule that returns a view of dy (transpose,
+    // reshape) then hands a leaf storage nobody else holds, which it keeps
+    // as .grad instead of copying.
+    dy = Tensor<T>();
+    if (!retain_) n->release_saved();
+    for (std::size_t i = 0; i < n->next.size(); ++i)
+      if (dx[i].defined() && n->next[i].needed()) send(n->next[i], std::move(dx[i]));
+  }
+
+  bool retain_, create_, capturing_ = false;
+  std::priority_queue<NodeBase*, std::vector<NodeBase*>, BySeq> ready_;
+  Capture<float> cap_f_;
+  Capture<double> cap_d_;
+  std::vector<Tensor<float>> dx_f_;
+  std::vector<Tensor<double>> dx_d_;
+};
+
+/// The pass now running on this thread: a cast's node sends the gradient of
+/// its source (the other dtype) through it.
+inline thread_local Engine* current_engine = nullptr;
+
 }  // namespace detail
 
 /// Runs backward from `roots` with seed gradients `grads`. When `inputs` is
@@ -63,38 +174,17 @@ template <class T>
 std::vector<Tensor<T>> run_backward(const std::vector<Tensor<T>>& roots, const std::vector<Tensor<T>>& grads,
                                     bool retain_graph, bool create_graph,
                                     const std::vector<Tensor<T>>& inputs = {}) {
-  const bool capture = !inputs.empty();
-  std::vector<Tensor<T>> captured(inputs.size());
-  std::unordered_map<const void*, std::size_t> capture_at;
+  detail::Engine engine(retain_graph, create_graph);
+  auto& cap = engine.capture<T>();
+  cap.got.resize(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     FROST_CHECK(inputs[i].requires_grad(), "frost::autograd::grad: input ", i, " of shape ", inputs[i].shape().str(),
                 " does not require grad");
     const void* key = inputs[i].impl()->grad_fn ? static_cast<const void*>(inputs[i].impl()->grad_fn.get())
                                                 : static_cast<const void*>(inputs[i].impl());
-    capture_at[key] = i;
+    cap.at[key] = i;
   }
-
-  AutoGradMode mode(create_graph);
-  // Queued nodes need no extra reference: each is held by an edge of a node
-  // processed earlier (or by a root), and edges live until the graph does.
-  std::priority_queue<Node<T>*, std::vector<Node<T>*>, detail::BySeq<T>> ready;
-
-  auto send = [&](const Edge<T>& e, Tensor<T> g) {
-    if (e.fn) {
-      detail::accumulate(e.fn->grad_buf, std::move(g));
-      if (!e.fn->queued) {
-        e.fn->queued = true;
-        ready.push(e.fn.get());
-      }
-    } else if (e.leaf) {
-      if (capture) {
-        auto it = capture_at.find(e.leaf.get());
-        if (it != capture_at.end()) detail::accumulate(captured[it->second], std::move(g));
-      } else {
-        detail::accumulate_leaf(*e.leaf, std::move(g), create_graph);
-      }
-    }
-  };
+  if (!inputs.empty()) engine.set_capturing();
 
   // Every root is checked before any gradient moves, so a bad root changes nothing.
   std::vector<Tensor<T>> seeds(roots.size());
@@ -116,47 +206,27 @@ std::vector<Tensor<T>> run_backward(const std::vector<Tensor<T>>& roots, const s
     seeds[i] = std::move(g);
   }
 
-  std::vector<Tensor<T>> dx;
-  try {  // a failing rule must not leave nodes queued with half-summed gradients
+  AutoGradMode mode(create_graph);
+  struct Current {  // restored however the pass ends
+    detail::Engine* saved;
+    explicit Current(detail::Engine* e) : saved(detail::current_engine) { detail::current_engine = e; }
+    ~Current() { detail::current_engine = saved; }
+  } current(&engine);
+  // Queued nodes need no extra reference: each is held by an edge of a node
+  // processed earlier (or by a root), and edges live until the graph does.
+  // (A leaf root that is also an input is captured by send(), like any leaf.)
+  try {
     for (std::size_t i = 0; i < roots.size(); ++i) {
       const Tensor<T>& r = roots[i];
-      // (a leaf root that is also an input is captured by send(), like any leaf)
-      send(r.impl()->grad_fn ? Edge<T>{r.impl()->grad_fn, {}} : Edge<T>{{}, r.impl_ref()}, std::move(seeds[i]));
-    }
-
-    while (!ready.empty()) {
-      Node<T>* n = ready.top();
-      ready.pop();
-      n->queued = false;
-      Tensor<T> dy = std::move(n->grad_buf);
-      n->grad_buf = Tensor<T>();
-      if (capture) {
-        auto it = capture_at.find(n);
-        if (it != capture_at.end()) detail::accumulate(captured[it->second], dy);
-      }
-      FROST_CHECK(!n->released, "frost::backward: trying to backward through the graph a second time (", n->name(),
-                  " already freed its saved tensors); pass retain_graph=true to the first backward");
-      dx.assign(n->next.size(), Tensor<T>());
-      n->apply(dy, Grads<T>{dx.data(), &n->next});
-      // Dropped before the sends: a rule that returns a view of dy (transpose,
-      // reshape) then hands a leaf storage nobody else holds, which it keeps
-      // as .grad instead of copying.
-      dy = Tensor<T>();
-      if (!retain_graph) {
-        n->release_saved();
-      }
-      for (std::size_t i = 0; i < n->next.size(); ++i)
-        if (dx[i].defined() && n->next[i].needed()) send(n->next[i], std::move(dx[i]));
+      engine.send(r.impl()->grad_fn ? Edge<T>{r.impl()->grad_fn, {}} : Edge<T>{{}, r.impl_ref()},
+                  std::move(seeds[i]));
     }
   } catch (...) {
-    while (!ready.empty()) {  // leave no half-filled buffers behind
-      ready.top()->queued = false;
-      ready.top()->grad_buf = Tensor<T>();
-      ready.pop();
-    }
+    engine.clear();
     throw;
   }
-  return captured;
+  engine.run();
+  return std::move(cap.got);
 }
 
 /// Gradients of `outputs` w.r.t. `inputs` (like torch.autograd.grad); with

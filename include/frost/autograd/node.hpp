@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../core/allocator.hpp"
+#include "../core/dtype.hpp"
 #include "../core/error.hpp"
 #include "../core/ref.hpp"
 #include "grad_mode.hpp"
@@ -64,20 +65,30 @@ struct Grads {
   Tensor<T>& operator[](std::size_t i) { return slot[i]; }
 };
 
+/// What the backward engine needs of a node whatever its dtype: one queue
+/// orders the float and double nodes of a graph that casts between them.
+/// Sequence numbers are shared by both dtypes, so they order the whole tape.
+struct NodeBase {
+  std::uint64_t seq = 0;
+  DType dtype = DType::float32;
+  bool queued = false;
+
+  virtual ~NodeBase() = default;
+};
+
 namespace detail {
 inline thread_local std::uint64_t next_sequence_nr = 0;
-inline thread_local std::vector<void*>* pending_node_deletes = nullptr;
+inline thread_local std::vector<NodeBase*>* pending_node_deletes = nullptr;
 }  // namespace detail
 
 template <class T>
-struct Node : RefCounted, detail::Pooled {
-  std::uint64_t seq = 0;
+struct Node : RefCounted, detail::Pooled, NodeBase {
   EdgeList<T> next;
   Tensor<T> grad_buf;  // gradient of this node's output, summed during backward
   bool released = false;  // saved tensors freed: a second backward through this node is an error
-  bool queued = false;
 
-  virtual ~Node() = default;
+  Node() { dtype = dtype_of<T>(); }
+  ~Node() override = default;
   virtual const char* name() const = 0;
   /// Gradients of the inputs given the gradient of the output.
   virtual void apply(const Tensor<T>& dy, Grads<T> dx) = 0;
@@ -86,17 +97,19 @@ struct Node : RefCounted, detail::Pooled {
   virtual void release_saved() = 0;
 
   // Unlinking a long chain recursively would overflow the stack: nodes whose
-  // count drops to zero while another is being deleted wait in a list.
+  // count drops to zero while another is being deleted wait in a list. The
+  // list is shared by both dtypes (a cast's node holds the other dtype's
+  // graph), and each entry is deleted through its virtual destructor.
   static void destroy(Node* n) {
     if (detail::pending_node_deletes) {
       detail::pending_node_deletes->push_back(n);
       return;
     }
-    thread_local std::vector<void*> pending;  // keeps its capacity between graphs
+    thread_local std::vector<NodeBase*> pending;  // keeps its capacity between graphs
     detail::pending_node_deletes = &pending;
     delete n;
     while (!pending.empty()) {
-      auto* p = static_cast<Node*>(pending.back());
+      NodeBase* p = pending.back();
       pending.pop_back();
       delete p;
     }
