@@ -2,7 +2,9 @@
 // (tests/gpu) and the fake device's (tests/fake_device) compare with, the
 // op-table rows included.
 #pragma once
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -84,6 +86,18 @@ std::string row_parity(const Row& r, Device device, double atol, double rtol,
     }
   }
   return out;
+}
+
+/// A program whose frozen plan has cast steps and no guard (a float bucketed
+/// into an index, argmax as a number): the CUDA and fake-device plan tests.
+inline Tensor<float> cast_program(const Tensor<float>& a) {
+  const auto table = Tensor<float>::arange(8).reshape({4, 2});
+  const auto idx = (a.clamp(0.0f, 0.999f) * 4.0f).to<std::int64_t>();
+  return table.index_select(0, idx).sum({1}) + a.argmax(0).to<double>().to<float>();
+}
+/// Two inputs of cast_program that bucket differently.
+inline std::array<Tensor<float>, 2> cast_program_inputs() {
+  return {Tensor<float>::from({0.1f, 0.8f, 0.3f, 0.6f}), Tensor<float>::from({0.9f, 0.2f, 0.5f, 0.05f})};
 }
 
 /// Every table's rows.

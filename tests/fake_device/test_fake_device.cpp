@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../../examples/research_model.hpp"
+#include "../device_parity.hpp"
 #include "../support.hpp"
 #include "fake_device.hpp"
 
@@ -24,6 +25,7 @@ using frost::test::temp_path;
 using frost::test::TF;
 namespace F = frost::nn::functional;
 namespace fake = frost::test::fake;
+namespace optable = frost::test::optable;
 
 namespace {
 
@@ -490,25 +492,18 @@ TEST_CASE("fake device: plans traced on the CPU run on the device, and refit fro
 
 TEST_CASE("fake device: a plan's cast steps convert on the device, with no read back") {
   OnFakeDevice on;
-  // argmax as a number and a float bucketed into an index: both casts are
-  // steps of the plan, which has no guard and reads nothing to the host.
-  auto f = [](const TF& a) {
-    const auto table = TF::arange(8).reshape({4, 2});
-    const auto idx = (a.clamp(0.0f, 0.999f) * 4.0f).to<std::int64_t>();
-    return table.index_select(0, idx).sum({1}) + a.argmax(0).to<double>().to<float>();
-  };
-  const auto x = TF::from({0.1f, 0.8f, 0.3f, 0.6f});
-  auto plan = jit::freeze<float>(jit::trace(f, x));
+  // Both casts are steps of the plan, which has no guard and reads nothing to the host.
+  const auto inputs = optable::cast_program_inputs();
+  auto plan = jit::freeze<float>(jit::trace(optable::cast_program, inputs[0]));
   CHECK(plan.graph().guards.empty());
   plan.to(kDev);
-  const auto other = TF::from({0.9f, 0.2f, 0.5f, 0.05f});
-  for (const auto& in : {x, other}) {
+  for (const auto& in : inputs) {
     const auto on_dev = in.to(kDev);
     const int reads = fake::memory().host_reads;
     const auto y = plan.run(on_dev);
     CHECK(fake::memory().host_reads == reads);
     CHECK(y.device() == kDev);
-    check_close(y.cpu(), f(in));
+    check_close(y.cpu(), optable::cast_program(in));
   }
 }
 

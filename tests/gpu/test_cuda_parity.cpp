@@ -548,20 +548,14 @@ TEST_CASE("cuda: a plan with an index step replays as a CUDA Graph and still rep
 TEST_CASE("cuda: a plan's cast steps (argmax as a number, a float bucketed into an index) replay in its CUDA Graph") {
   if (no_gpu()) return;
   namespace jit = frost::jit;
-  using TF = Tensor<float>;
-  auto f = [](const TF& a) {
-    const auto table = TF::arange(8).reshape({4, 2});
-    const auto idx = (a.clamp(0.0f, 0.999f) * 4.0f).to<std::int64_t>();
-    return table.index_select(0, idx).sum({1}) + a.argmax(0).to<double>().to<float>();
-  };
-  const auto x = TF::from({0.1f, 0.8f, 0.3f, 0.6f});
-  auto plan = jit::freeze<float>(jit::trace(f, x));
+  const auto inputs = frost::test::optable::cast_program_inputs();
+  auto plan = jit::freeze<float>(jit::trace(frost::test::optable::cast_program, inputs[0]));
   REQUIRE(plan.graph().guards.empty());
   plan.to(kCuda);
-  const auto other = TF::from({0.9f, 0.2f, 0.5f, 0.05f});
   for (int run = 0; run < 4; ++run) {
-    const TF& in = run % 2 ? other : x;
-    CHECK(differ(plan.run(in.to(kCuda)).cpu(), f(in), 0, 0, "cast plan run " + std::to_string(run)).empty());
+    const auto& in = inputs[run % 2];
+    CHECK(differ(plan.run(in.to(kCuda)).cpu(), frost::test::optable::cast_program(in), 0, 0,
+                 "cast plan run " + std::to_string(run)).empty());
   }
   CHECK(plan.graph_launches() == 3);  // run 0 step by step (an index step: no warm-up), then captured and replayed
 }
