@@ -337,8 +337,7 @@ class CudaBackend final : public Backend<T> {
     FROST_CUDA(cudaMemcpyAsync(f, flag, sizeof f, cudaMemcpyDeviceToHost, cx.current()), op);
     cx.sync(op);
     const auto bad = static_cast<std::int64_t>(f[1]);
-    FROST_CHECK(f[0] == 0, "frost::", op, ": index ", bad, " is out of bounds for dim ", dim, " with size ", size,
-                " (expected 0 <= index < ", size, ")");
+    if (f[0] != 0) frost::detail::fail_index(op, bad, dim, size);
   }
 
   /// One convolution pass through cuDNN: `run(algo, workspace)` makes the

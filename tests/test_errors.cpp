@@ -135,6 +135,11 @@ TEST_CASE("errors: out-of-range indices") {
   expect_error([&] { (void)a.narrow(0, 0, 3); }, {"narrow", "size 2", "[2, 3]"});
   expect_error([&] { (void)a.narrow(0, 0, -1); }, {"narrow", "length -1"});
   expect_error([&] { (void)frost::one_hot(TI::from({0, 3}), 3); }, {"one_hot", "3", "[0, 3)"});
+  CHECK_THROWS_AS((void)frost::one_hot(TI::from({0, 3}), 3), frost::IndexError);
+  // Every index out of its bounds is a frost::IndexError (a frost::Error).
+  CHECK_THROWS_AS((void)a.gather(1, TI::from({0, 3}, {2, 1})), frost::IndexError);
+  CHECK_THROWS_AS((void)a.index_select(0, TI::from({2})), frost::IndexError);
+  CHECK_THROWS_AS((void)a.select(0, 2), frost::IndexError);
   expect_error([&] { (void)a.slice(0, 0, 2, 0); }, {"slice", "step"});
   // the valid neighbours
   CHECK(a.select(1, -3).to_vector() == std::vector<float>{1, 4});

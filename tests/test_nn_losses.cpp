@@ -93,7 +93,20 @@ TEST_CASE("losses: bad input is a frost::Error naming the loss") {
   CHECK_THROWS_WITH_AS(F::cross_entropy(logits(), ints({0, (std::int64_t(1) << 40) + 1, 1})),
                        doctest::Contains("a target is out of bounds for 4 classes"), Error);
   CHECK_THROWS_WITH_AS(F::cross_entropy(logits(), ints({0, 1, 2}), {.ignore_index = std::int64_t(1) << 60}),
-                       doctest::Contains("ignore_index 1152921504606846976 is beyond 2^53"), Error);
+                       doctest::Contains("ignore_index 1152921504606846976 is 2^53 or more"), Error);
+  // 2^53 itself is refused too: the target 2^53 + 1 rounds to it in double
+  // and would be ignored instead of failing.
+  constexpr std::int64_t p53 = std::int64_t(1) << 53;
+  CHECK_THROWS_WITH_AS(F::cross_entropy(logits(), ints({0, p53 + 1, 2}), {.ignore_index = p53}),
+                       doctest::Contains("is 2^53 or more"), Error);
+  CHECK_THROWS_WITH_AS(F::cross_entropy(logits(), ints({0, -p53 - 1, 2}), {.ignore_index = -p53}),
+                       doctest::Contains("is 2^53 or more"), Error);
+  CHECK_THROWS_WITH_AS(F::cross_entropy(logits(), ints({0, p53, 2}), {.ignore_index = p53 - 1}),
+                       doctest::Contains("a target is out of bounds"), IndexError);
+  CHECK(F::cross_entropy(logits(), ints({0, p53 - 1, 2}), {.ignore_index = p53 - 1}).item() ==
+        doctest::Approx(F::cross_entropy(logits(), ints({0, -100, 2})).item()));
+  // A bad target is an IndexError (an Error), so code catching either sees it.
+  CHECK_THROWS_AS(F::nll_loss(logits(), ints({0, 9, 1})), IndexError);
   CHECK_THROWS_WITH_AS(F::cross_entropy(logits(), ints({0, 1})), doctest::Contains("does not match input of shape [3, 4]"),
                        Error);
   CHECK_THROWS_WITH_AS(F::cross_entropy(logits(), ints({0, 1, 2}), {.weight = TD::ones({3})}),

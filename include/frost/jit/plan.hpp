@@ -804,9 +804,8 @@ class Plan {
       if (h[2 * k] == 0) continue;
       const Step& s = g_.steps[index_steps_[k]];
       const std::int64_t size = (s.kind == StepKind::scatter_add ? s.out[0] : s.in[0]).shape[static_cast<int>(s.i0)];
-      frost::detail::fail("frost::", step_kind_name(s.kind), ": index ", h[2 * k + 1], " is out of bounds for dim ", s.i0,
-                   " with size ", size, " (expected 0 <= index < ", size, "; step ", index_steps_[k],
-                   " of a frozen plan, in its CUDA Graph)");
+      frost::detail::fail_index(step_kind_name(s.kind), h[2 * k + 1], s.i0, size, "; step ", index_steps_[k],
+                                " of a frozen plan, in its CUDA Graph");
     }
   }
   void read_back(DType dt, const void* dev, void* host, std::int64_t n) const {

@@ -41,8 +41,9 @@ void check_same_shape(const Tensor<T>& a, const Tensor<T>& b, const char* op) {
 template <class T>
 std::pair<IndexTensor, Tensor<T>> class_targets(const IndexTensor& target, std::int64_t ignore_index) {
   constexpr std::int64_t exact = std::int64_t(1) << 53;
-  FROST_CHECK(ignore_index >= -exact && ignore_index <= exact, "frost::nn::functional: ignore_index ", ignore_index,
-              " is beyond 2^53 in magnitude (expected a class index or a small negative sentinel such as -100)");
+  // Strict: a target 2^53 + 1 rounds to 2^53 and would pass for an ignore_index of 2^53.
+  FROST_CHECK(ignore_index > -exact && ignore_index < exact, "frost::nn::functional: ignore_index ", ignore_index,
+              " is 2^53 or more in magnitude (expected a class index or a small negative sentinel such as -100)");
   const Tensor<double> t = target.to<double>();
   const Tensor<double> counted = frost::detail::unary_raw(UnaryOp::ne_scalar, t, double(ignore_index));
   return {frost::detail::binary_raw(BinaryOp::mul, t, counted).to<std::int64_t>(), counted.to<T>()};
@@ -106,8 +107,8 @@ Tensor<T> nll_loss(const Tensor<T>& input, const IndexTensor& target, const Clas
   Tensor<T> logp;
   try {  // the gather checks every target, where it lies
     logp = x.gather(1, idx.unsqueeze(1)).squeeze(1);
-  } catch (const Error& e) {
-    frost::detail::fail("frost::nn::functional::nll_loss: a target is out of bounds for ", c,
+  } catch (const IndexError& e) {
+    frost::detail::fail_as<IndexError>("frost::nn::functional::nll_loss: a target is out of bounds for ", c,
                         " classes (expected 0 <= target < ", c, " or ignore_index ", o.ignore_index, "): ", e.what());
   }
   const auto w = o.weight.defined() ? o.weight.index_select(0, idx) * keep : keep;

@@ -222,8 +222,8 @@ inline Tensor<std::int64_t> one_hot(const Tensor<std::int64_t>& index, std::int6
   const auto ones = Tensor<std::int64_t>::ones(one, index.device());
   try {  // the kernel checks every index, on the device too
     backend_for<std::int64_t>(index.device()).scatter_add(y.view_of(), s.ndim() - 1, at.view_of(), ones.view_of());
-  } catch (const Error& e) {
-    detail::fail("frost::one_hot: a class index of ", index.shape().str(), " is out of range [0, ", num_classes,
+  } catch (const IndexError& e) {
+    detail::fail_as<IndexError>("frost::one_hot: a class index of ", index.shape().str(), " is out of range [0, ", num_classes,
                  ") (", e.what(), ")");
   }
   return y;

@@ -322,8 +322,9 @@ Tensor<T> Tensor<T>::select(std::int64_t dim, std::int64_t index) const {
   detail::check_defined(*this, "select");
   const int d = wrap_dim(dim, this->dim(), "select");
   const std::int64_t n = shape()[d];
-  FROST_CHECK(index >= -n && index < n, "frost::select: index ", index, " is out of range for dim ", d, " of size ", n,
-              " (shape ", shape().str(), ")");
+  if (FROST_UNLIKELY(index < -n || index >= n))
+    detail::fail_as<IndexError>("frost::select: index ", index, " is out of range for dim ", d, " of size ", n, " (shape ",
+                                shape().str(), ")");
   return narrow(d, index < 0 ? index + n : index, 1).squeeze(d);
 }
 

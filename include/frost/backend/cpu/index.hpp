@@ -11,8 +11,7 @@
 namespace frost::cpu {
 
 inline void check_index(std::int64_t i, std::int64_t size, const char* op, int dim) {
-  FROST_CHECK(i >= 0 && i < size, "frost::", op, ": index ", i, " is out of bounds for dim ", dim, " with size ", size,
-              " (expected 0 <= index < ", size, ")");
+  if (FROST_UNLIKELY(i < 0 || i >= size)) frost::detail::fail_index(op, i, dim, size);
 }
 
 // Offsets of y's elements, with y's multi-index applied to another operand's strides.

@@ -77,9 +77,10 @@ Tensor<T> embedding(const IndexTensor& indices, const Tensor<T>& weight,
   if (max_norm || (padding_idx && grad)) v = flat.to_vector();
   const std::int64_t* seen = !v.empty() ? v.data() : flat.device().is_cpu() ? flat.data() : nullptr;
   for (std::int64_t i = 0; seen && i < flat.numel(); ++i)
-    FROST_CHECK(seen[i] >= 0 && seen[i] < num, "frost::nn::functional::embedding: index ", seen[i],
-                " is out of range for an embedding table of ", num, " rows (weight shape ", weight.shape().str(),
-                "); expected 0 <= index < ", num);
+    if (FROST_UNLIKELY(seen[i] < 0 || seen[i] >= num))
+      frost::detail::fail_as<IndexError>("frost::nn::functional::embedding: index ", seen[i],
+                                         " is out of range for an embedding table of ", num, " rows (weight shape ",
+                                         weight.shape().str(), "); expected 0 <= index < ", num);
   if (max_norm) renorm_rows(weight, v, *max_norm, norm_type);
   Shape out = indices.shape();
   out.push_back(dim);
