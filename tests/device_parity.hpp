@@ -93,11 +93,72 @@ std::string row_parity(const Row& r, Device device, double atol, double rtol,
 inline Tensor<float> cast_program(const Tensor<float>& a) {
   const auto table = Tensor<float>::arange(8).reshape({4, 2});
   const auto idx = (a.clamp(0.0f, 0.999f) * 4.0f).to<std::int64_t>();
-  return table.index_select(0, idx).sum({1}) + a.argmax(0).to<double>().to<float>();
+  const auto classes = (one_hot(idx, 4).to<float>() * Tensor<float>::arange(4)).sum({1});  // idx again, via a scatter
+  return table.index_select(0, idx).sum({1}) + a.argmax(0).to<double>().to<float>() + classes;
 }
 /// Two inputs of cast_program that bucket differently.
 inline std::array<Tensor<float>, 2> cast_program_inputs() {
   return {Tensor<float>::from({0.1f, 0.8f, 0.3f, 0.6f}), Tensor<float>::from({0.9f, 0.2f, 0.5f, 0.05f})};
+}
+
+/// The class losses on `device` against the CPU, the value and the logits'
+/// gradient: class weights, each reduction, an ignore_index inside [0, C),
+/// label smoothing with an ignored target, an all-ignored batch (mean: NaN,
+/// PyTorch's 0/0), nll_loss itself; then an out-of-range target, which must
+/// be an IndexError. Returns what differs, and what `after_device_work`
+/// (called once the device's losses and gradients ran, before any result is
+/// read back) says.
+inline std::string class_loss_parity(Device device, const std::function<std::string()>& after_device_work = {}) {
+  namespace F = nn::functional;
+  using TD = Tensor<double>;
+  Generator g(41);
+  const TD logits = TD::randn({5, 4}, &g), w = TD::from({0.5, 1.0, 2.0, 0.25});
+  struct Case {
+    std::string name;
+    std::vector<std::int64_t> target;
+    F::ClassLossOptions<double> o;
+    bool nll = false;
+  };
+  const std::vector<Case> cases = {
+      {"weighted mean", {3, 0, 1, 1, 2}, {.weight = w}},
+      {"none", {3, 0, 1, 1, 2}, {.reduction = F::Reduction::none}},
+      {"sum, ignore_index 2", {0, 2, 2, 3, 1}, {.ignore_index = 2, .reduction = F::Reduction::sum}},
+      {"weighted, smoothed, one ignored", {3, -100, 1, 0, 2}, {.weight = w, .label_smoothing = 0.2}},
+      {"all ignored, sum", {-100, -100, -100, -100, -100}, {.reduction = F::Reduction::sum}},
+      {"all ignored, mean", {-100, -100, -100, -100, -100}, {}},
+      {"nll_loss, weighted, none", {1, 3, -100, 0, 0}, {.weight = w, .reduction = F::Reduction::none}, true},
+  };
+  auto loss = [](const Case& c, const TD& x, const IndexTensor& t, const F::ClassLossOptions<double>& o) {
+    return c.nll ? F::nll_loss(x.log_softmax(1), t, o) : F::cross_entropy(x, t, o);
+  };
+  std::vector<TD> want, got, want_grad, got_grad;
+  for (const auto& c : cases) {
+    const auto t = IndexTensor::from(c.target);
+    TD xc = logits.clone().requires_grad_();
+    want.push_back(loss(c, xc, t, c.o));
+    want.back().sum().backward();
+    want_grad.push_back(xc.grad());
+    auto od = c.o;
+    if (od.weight.defined()) od.weight = od.weight.to(device);
+    TD xd = logits.to(device).requires_grad_();
+    got.push_back(loss(c, xd, t.to(device), od));
+    got.back().sum().backward();
+    got_grad.push_back(xd.grad());
+  }
+  std::string out = after_device_work ? after_device_work() : "";
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    if (got[k].device() != device) out += cases[k].name + ": the loss is on " + got[k].device().str() + "\n";
+    out += differ(got[k].cpu(), want[k], 1e-12, 1e-10, cases[k].name);
+    out += differ(got_grad[k].cpu(), want_grad[k], 1e-12, 1e-10, cases[k].name + ", gradient");
+  }
+  try {
+    (void)F::cross_entropy(logits.to(device), IndexTensor::from({0, 4, 1, 1, 2}).to(device));
+    out += "target 4 of 4 classes: no error\n";
+  } catch (const IndexError& e) {
+    if (std::string(e.what()).find("a target is out of bounds for 4 classes") == std::string::npos)
+      out += std::string("target 4 of 4 classes: ") + e.what() + "\n";
+  }
+  return out;
 }
 
 /// Every table's rows.

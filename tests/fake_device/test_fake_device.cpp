@@ -507,6 +507,16 @@ TEST_CASE("fake device: a plan's cast steps convert on the device, with no read 
   }
 }
 
+TEST_CASE("fake device: the class losses (weights, reductions, ignored targets, nll_loss) match the CPU, with no read back") {
+  OnFakeDevice on;
+  const int before = fake::memory().host_reads;
+  const std::string diff = optable::class_loss_parity(kDev, [&] {
+    const int reads = fake::memory().host_reads - before;
+    return reads == 0 ? std::string() : std::to_string(reads) + " reads back to the host\n";
+  });
+  CHECK_MESSAGE(diff.empty(), diff);
+}
+
 TEST_CASE("fake device: freezing a module on the device traces it on the host and gives a plan there") {
   OnFakeDevice on;
   manual_seed(12);

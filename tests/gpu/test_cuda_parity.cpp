@@ -430,6 +430,12 @@ TEST_CASE("cuda: recurrent, attention, embedding, transposed and 1-d conv, group
   CHECK(differ(bd.cpu(), bc, 1e-6, 1e-5, "binary_cross_entropy_with_logits").empty());
 }
 
+TEST_CASE("cuda: the class losses (weights, reductions, ignored targets, nll_loss) match the CPU") {
+  if (no_gpu()) return;
+  const std::string diff = frost::test::optable::class_loss_parity(kCuda);
+  CHECK_MESSAGE(diff.empty(), diff);
+}
+
 TEST_CASE("cuda: a few training steps of the ResearchModel match the CPU run") {
   if (no_gpu()) return;
   manual_seed(0);
