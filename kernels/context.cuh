@@ -149,6 +149,29 @@ struct Context {
     return true;
   }
 
+  /// empty_cache: once the stream's work is done, the pool's cached free
+  /// blocks and the CUDA Graphs' unused memory go back to the driver. Live
+  /// tensors and plan arenas keep theirs.
+  void empty_cache(const char* op) {
+    FROST_CHECK(!capturing(), "frost::cuda::", op, ": cannot release memory on cuda:", device,
+                " while this thread captures a plan (a sync would end the capture)");
+    sync(op);
+    cudaMemPool_t pool_handle;
+    FROST_CUDA(cudaDeviceGetDefaultMemPool(&pool_handle, device), op);
+    FROST_CUDA(cudaMemPoolTrimTo(pool_handle, 0), op);
+    FROST_CUDA(cudaDeviceGraphMemTrim(device), op);
+    refresh_graph_memory();
+  }
+  /// The bytes the pool holds from the driver: its live blocks and the freed
+  /// ones it keeps for reuse.
+  std::int64_t pool_reserved(const char* op) const {
+    cudaMemPool_t pool_handle;
+    FROST_CUDA(cudaDeviceGetDefaultMemPool(&pool_handle, device), op);
+    std::uint64_t bytes = 0;
+    FROST_CUDA(cudaMemPoolGetAttribute(pool_handle, cudaMemPoolAttrReservedMemCurrent, &bytes), op);
+    return static_cast<std::int64_t>(bytes);
+  }
+
   /// Reads the driver's figure for the memory CUDA Graphs hold on the device
   /// into the book (nothing changes when the driver cannot say).
   void refresh_graph_memory() noexcept {
@@ -449,8 +472,11 @@ struct CudaRuntime final : detail::DeviceRuntime {
   DeviceMemoryStats memory_stats(int device) override {
     Context& cx = context("memory_stats", device);
     cx.refresh_graph_memory();
-    return cx.book.stats();
+    DeviceMemoryStats s = cx.book.stats();
+    s.reserved_bytes = cx.pool_reserved("memory_stats");
+    return s;
   }
+  void empty_cache(int device) override { context("empty_cache", device).empty_cache("empty_cache"); }
   void reset_peak_memory_stats(int device) override { context("reset_peak_memory_stats", device).book.reset_peak(); }
   void set_memory_fraction(double fraction, int device) override {
     context("set_per_process_memory_fraction", device).book.set_fraction(fraction);

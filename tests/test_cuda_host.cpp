@@ -238,9 +238,11 @@ TEST_CASE("cuda host: asking for CUDA without a device, or without frost::cuda, 
     // Built without frost::cuda: the message says which target to link.
     CHECK(m.find("target_link_libraries(<your target> PRIVATE frost::cuda)") != std::string::npos);
     CHECK(error_of([] { frost::cuda::synchronize(); }).find("frost::cuda") != std::string::npos);
+    CHECK(error_of([] { frost::cuda::empty_cache(); }).find("frost::cuda") != std::string::npos);
   } else {
     // Linked, but this machine has no GPU.
     CHECK(m.find("no CUDA device is visible") != std::string::npos);
+    CHECK(error_of([] { frost::cuda::empty_cache(); }).find("empty_cache: no CUDA device is visible") != std::string::npos);
   }
   // A module asked to move reports the same.
   frost::nn::Linear lin(2, 3);

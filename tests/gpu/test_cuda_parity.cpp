@@ -239,6 +239,21 @@ TEST_CASE("cuda: the memory counters follow allocations and the cap is a clear e
   }
   cuda::set_per_process_memory_fraction(1.0);
   CHECK(cuda::memory_stats().limit_bytes == before.total_bytes);
+
+  // A freed block stays in the pool for reuse (reserved, not held) until
+  // empty_cache gives it back to the driver.
+  {
+    auto big = Tensor<float>::empty({16 << 20}, kCuda);  // 64 MiB
+    CHECK(cuda::memory_stats().reserved_bytes >= (64 << 20));
+  }
+  cuda::synchronize();
+  const auto cached = cuda::memory_stats();
+  CHECK(cached.reserved_bytes >= (64 << 20));
+  cuda::empty_cache();
+  const auto trimmed = cuda::memory_stats();
+  CHECK(trimmed.reserved_bytes < cached.reserved_bytes);
+  CHECK(trimmed.current_bytes - trimmed.graph_bytes == cached.current_bytes - cached.graph_bytes);
+  (void)Tensor<float>::ones({1 << 20}, kCuda).sum().item();  // the pool serves again after the trim
 }
 
 TEST_CASE("cuda: TF32 and benchmark mode are switches; off by default, results stay close") {

@@ -21,6 +21,10 @@ struct DeviceMemoryStats {
   std::int64_t limit_bytes = 0;     ///< the cap set by set_per_process_memory_fraction (0: none)
   std::int64_t total_bytes = 0;     ///< the device's memory
   std::int64_t graph_bytes = 0;     ///< of current_bytes: reserved by CUDA Graphs' memory nodes
+  /// What the stream-ordered pool holds from the driver: the blocks of live
+  /// tensors and plan arenas, and freed ones cached for reuse, which
+  /// empty_cache() gives back (torch.cuda.memory_reserved's counterpart).
+  std::int64_t reserved_bytes = 0;
 };
 
 namespace detail {
@@ -31,6 +35,7 @@ struct DeviceRuntime {
   virtual std::string device_name(int device) = 0;
   virtual DeviceMemoryStats memory_stats(int device) = 0;
   virtual void reset_peak_memory_stats(int device) = 0;
+  virtual void empty_cache(int device) = 0;
   virtual void set_memory_fraction(double fraction, int device) = 0;
   virtual void synchronize(int device) = 0;
   virtual void set_allow_tf32(bool on) = 0;
@@ -97,6 +102,10 @@ inline DeviceMemoryStats memory_stats(int device = 0) { return detail::cuda_runt
 inline void reset_peak_memory_stats(int device = 0) {
   detail::cuda_runtime("reset_peak_memory_stats").reset_peak_memory_stats(device);
 }
+/// Gives the device memory frost's pool caches for reuse, and the CUDA
+/// Graphs' unused memory, back to the driver (torch.cuda.empty_cache), after
+/// waiting for the work queued there; live tensors and plans keep theirs.
+inline void empty_cache(int device = 0) { detail::cuda_runtime("empty_cache").empty_cache(device); }
 /// Caps frost's device memory at `fraction` of the device's total (like
 /// torch.cuda.set_per_process_memory_fraction); an allocation past the cap is
 /// a frost::Error naming the sizes.
