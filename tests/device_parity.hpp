@@ -96,6 +96,12 @@ inline Tensor<float> cast_program(const Tensor<float>& a) {
   const auto classes = (one_hot(idx, 4).to<float>() * Tensor<float>::arange(4)).sum({1});  // idx again, via a scatter
   return table.index_select(0, idx).sum({1}) + a.argmax(0).to<double>().to<float>() + classes;
 }
+/// A plan of casts and no index step (so it is captured when moved), one of
+/// them reading a transposed input: the casts walk strides.
+inline Tensor<float> cast_only_program(const Tensor<float>& a) {
+  const auto m = a.reshape({2, 2});
+  return (m.t().to<double>() * 1.5 + m.to<double>()).to<float>().sum({1});
+}
 /// Two inputs of cast_program that bucket differently.
 inline std::array<Tensor<float>, 2> cast_program_inputs() {
   return {Tensor<float>::from({0.1f, 0.8f, 0.3f, 0.6f}), Tensor<float>::from({0.9f, 0.2f, 0.5f, 0.05f})};

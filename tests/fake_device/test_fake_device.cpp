@@ -505,6 +505,9 @@ TEST_CASE("fake device: a plan's cast steps convert on the device, with no read 
     CHECK(y.device() == kDev);
     check_close(y.cpu(), optable::cast_program(in));
   }
+  auto casts = jit::freeze<float>(jit::trace(optable::cast_only_program, inputs[0]));
+  casts.to(kDev);
+  for (const auto& in : inputs) check_close(casts.run(in.to(kDev)).cpu(), optable::cast_only_program(in));
 }
 
 TEST_CASE("fake device: the class losses (weights, reductions, ignored targets, nll_loss) match the CPU, with no read back") {

@@ -578,6 +578,13 @@ TEST_CASE("cuda: a plan's cast steps (argmax as a number, a float bucketed into 
     CHECK(differ(plan.run(in.to(kCuda)).cpu(), frost::test::optable::cast_program(in), 0, 0,
                  "cast plan run " + std::to_string(run)).empty());
   }
+  auto casts = jit::freeze<float>(jit::trace(frost::test::optable::cast_only_program, inputs[0]));
+  casts.to(kCuda);
+  for (int run = 0; run < 3; ++run) {
+    const auto& in = inputs[run % 2];
+    CHECK(differ(casts.run(in.to(kCuda)).cpu(), frost::test::optable::cast_only_program(in), 1e-6, 1e-6,
+                 "cast-only plan run " + std::to_string(run)).empty());
+  }
   CHECK(plan.graph_launches() == 3);  // run 0 step by step (an index step: no warm-up), then captured and replayed
 }
 
