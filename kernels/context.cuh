@@ -111,7 +111,7 @@ struct Context {
     // Freed blocks stay in the pool for reuse (as PyTorch's caching allocator
     // keeps them) instead of going back to the driver at every sync.
     cudaMemPool_t pool_handle;
-    FROST_CUDA(cudaDeviceGetDefaultMemPool(&pool_handle, dev), op);
+    FROST_CUDA(cudaDeviceGetMemPool(&pool_handle, dev), op);
     std::uint64_t keep = UINT64_MAX;
     FROST_CUDA(cudaMemPoolSetAttribute(pool_handle, cudaMemPoolAttrReleaseThreshold, &keep), op);
     // A fixed cuBLAS workspace: GEMMs captured into CUDA Graphs must not
@@ -141,7 +141,7 @@ struct Context {
   bool trim_pool() noexcept {
     if (capturing()) return false;
     cudaMemPool_t pool_handle;
-    if (cudaStreamSynchronize(stream) != cudaSuccess || cudaDeviceGetDefaultMemPool(&pool_handle, device) != cudaSuccess ||
+    if (cudaStreamSynchronize(stream) != cudaSuccess || cudaDeviceGetMemPool(&pool_handle, device) != cudaSuccess ||
         cudaMemPoolTrimTo(pool_handle, 0) != cudaSuccess) {
       (void)cudaGetLastError();
       return false;
@@ -150,23 +150,20 @@ struct Context {
   }
 
   /// empty_cache: once the stream's work is done, the pool's cached free
-  /// blocks and the CUDA Graphs' unused memory go back to the driver. Live
-  /// tensors and plan arenas keep theirs.
+  /// blocks go back to the driver. Live tensors and plan arenas keep theirs.
   void empty_cache(const char* op) {
     FROST_CHECK(!capturing(), "frost::cuda::", op, ": cannot release memory on cuda:", device,
                 " while this thread captures a plan (a sync would end the capture)");
     sync(op);
     cudaMemPool_t pool_handle;
-    FROST_CUDA(cudaDeviceGetDefaultMemPool(&pool_handle, device), op);
+    FROST_CUDA(cudaDeviceGetMemPool(&pool_handle, device), op);
     FROST_CUDA(cudaMemPoolTrimTo(pool_handle, 0), op);
-    FROST_CUDA(cudaDeviceGraphMemTrim(device), op);
-    refresh_graph_memory();
   }
-  /// The bytes the pool holds from the driver: its live blocks and the freed
-  /// ones it keeps for reuse.
+  /// The bytes the pool cudaMallocAsync draws from holds from the driver: its
+  /// live blocks and the freed ones it keeps for reuse.
   std::int64_t pool_reserved(const char* op) const {
     cudaMemPool_t pool_handle;
-    FROST_CUDA(cudaDeviceGetDefaultMemPool(&pool_handle, device), op);
+    FROST_CUDA(cudaDeviceGetMemPool(&pool_handle, device), op);
     std::uint64_t bytes = 0;
     FROST_CUDA(cudaMemPoolGetAttribute(pool_handle, cudaMemPoolAttrReservedMemCurrent, &bytes), op);
     return static_cast<std::int64_t>(bytes);
@@ -476,7 +473,20 @@ struct CudaRuntime final : detail::DeviceRuntime {
     s.reserved_bytes = cx.pool_reserved("memory_stats");
     return s;
   }
-  void empty_cache(int device) override { context("empty_cache", device).empty_cache("empty_cache"); }
+  void empty_cache(int device) override {
+    Context& cx = context("empty_cache", device);
+    cx.empty_cache("empty_cache");
+    // The graphs' own memory only once no plan's graph lives on the device:
+    // a live one would map its memory again at its next launch, past the
+    // book's count (graph_destroy trims after the last one the same way).
+    bool live = false;
+    {
+      std::lock_guard<std::mutex> g(graphs().m);
+      for (const auto& entry : graphs().of) live = live || entry.second.device == device;
+    }
+    if (!live) FROST_CUDA(cudaDeviceGraphMemTrim(device), "empty_cache");
+    cx.refresh_graph_memory();
+  }
   void reset_peak_memory_stats(int device) override { context("reset_peak_memory_stats", device).book.reset_peak(); }
   void set_memory_fraction(double fraction, int device) override {
     context("set_per_process_memory_fraction", device).book.set_fraction(fraction);

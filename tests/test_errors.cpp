@@ -140,6 +140,7 @@ TEST_CASE("errors: out-of-range indices") {
   CHECK_THROWS_AS((void)a.gather(1, TI::from({0, 3}, {2, 1})), frost::IndexError);
   CHECK_THROWS_AS((void)a.index_select(0, TI::from({2})), frost::IndexError);
   CHECK_THROWS_AS((void)a.select(0, 2), frost::IndexError);
+  CHECK_THROWS_AS((void)a.sum({2}), frost::IndexError);
   expect_error([&] { (void)a.slice(0, 0, 2, 0); }, {"slice", "step"});
   // the valid neighbours
   CHECK(a.select(1, -3).to_vector() == std::vector<float>{1, 4});

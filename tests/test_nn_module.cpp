@@ -260,7 +260,7 @@ TEST_CASE("nn: Sequential forwards in order; printing follows PyTorch") {
   CHECK(os.str() ==
         "Sequential(\n  (0): Linear(in_features=3, out_features=4, bias=True)\n  (1): Tanh()\n"
         "  (2): Linear(in_features=4, out_features=1, bias=True)\n  (3): Flatten(start_dim=0, end_dim=-1)\n)");
-  CHECK_THROWS_WITH_AS(seq[7], doctest::Contains("index 7 is out of range for 4 modules"), Error);
+  CHECK_THROWS_WITH_AS(seq[7], doctest::Contains("index 7 is out of range for 4 modules"), IndexError);
 }
 
 TEST_CASE("nn: Linear, Bilinear and activations in double pass gradchecks") {

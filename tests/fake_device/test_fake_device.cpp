@@ -629,6 +629,10 @@ TEST_CASE("fake device: tracing device work: inputs elsewhere, a split module, t
   m = error_of([&] { (void)jit::trace(times_held, TF::randn({2, 4}).to(kDev)); });
   CHECK(m.find("cuda:0") != std::string::npos);
   CHECK(m.find("pass it as an input or register it in the module") != std::string::npos);
+  // A bad index met while tracing device work stays an IndexError.
+  auto bad_index = [](const TF& a) { return a.index_select(0, Tensor<std::int64_t>::from({0, 9})); };
+  CHECK_THROWS_WITH_AS((void)jit::trace(bad_index, TF::randn({2, 4}).to(kDev)),
+                       doctest::Contains("the trace of work on cuda:0 runs on the CPU"), IndexError);
 }
 
 }  // TEST_SUITE

@@ -102,9 +102,10 @@ inline DeviceMemoryStats memory_stats(int device = 0) { return detail::cuda_runt
 inline void reset_peak_memory_stats(int device = 0) {
   detail::cuda_runtime("reset_peak_memory_stats").reset_peak_memory_stats(device);
 }
-/// Gives the device memory frost's pool caches for reuse, and the CUDA
-/// Graphs' unused memory, back to the driver (torch.cuda.empty_cache), after
-/// waiting for the work queued there; live tensors and plans keep theirs.
+/// Gives the device memory frost's pool caches for reuse back to the driver
+/// (torch.cuda.empty_cache), after waiting for the work queued there, and the
+/// memory CUDA Graphs cached when no plan's graph lives on the device; live
+/// tensors and plans keep theirs.
 inline void empty_cache(int device = 0) { detail::cuda_runtime("empty_cache").empty_cache(device); }
 /// Caps frost's device memory at `fraction` of the device's total (like
 /// torch.cuda.set_per_process_memory_fraction); an allocation past the cap is

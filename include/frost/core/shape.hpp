@@ -119,8 +119,9 @@ inline Shape contiguous_strides(const Shape& s) {
 /// Wraps a possibly negative dim into [0, ndim); errors name the op.
 inline int wrap_dim(std::int64_t dim, int ndim, const char* op) {
   const int n = ndim > 0 ? ndim : 1;  // a 0-dim tensor accepts dim 0 / -1 like PyTorch
-  FROST_CHECK(dim >= -n && dim < n, "frost::", op, ": dim ", dim, " is out of range for a tensor with ", ndim,
-              " dims (expected a dim in [", -n, ", ", n - 1, "])");
+  if (FROST_UNLIKELY(dim < -n || dim >= n))  // an IndexError, as PyTorch's "Dimension out of range"
+    detail::fail_as<IndexError>("frost::", op, ": dim ", dim, " is out of range for a tensor with ", ndim,
+                                " dims (expected a dim in [", -n, ", ", n - 1, "])");
   return static_cast<int>(dim < 0 ? dim + n : dim);
 }
 

@@ -122,14 +122,20 @@ Graph trace_with(M* module, const std::vector<Tensor<T>>& examples, Call&& call)
   };
   auto restore = [&] { move_module(device); };
   move_module(Device::cpu());
+  // The error as thrown (an IndexError stays one), with where the trace ran.
+  auto explained = [&](const Error& e) {
+    return std::string(e.what()) + " (the trace of work on " + device.str() +
+           " runs on the CPU, with the inputs and the traced module's parameters and buffers moved there; "
+           "a tensor held anywhere else stays on " + device.str() + ": pass it as an input or register it in the module)";
+  };
   try {
     run();
+  } catch (const IndexError& e) {
+    restore();
+    throw IndexError(explained(e));
   } catch (const Error& e) {
     restore();
-    throw Error(std::string(e.what()) + " (the trace of work on " + device.str() +
-                " runs on the CPU, with the inputs and the traced module's parameters and buffers moved there; "
-                "a tensor held anywhere else stays on " + device.str() +
-                ": pass it as an input or register it in the module)");
+    throw Error(explained(e));
   } catch (...) {
     restore();
     throw;

@@ -83,8 +83,9 @@ class ModuleListImpl : public ModuleT<T> {
   std::size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
   const AnyModule<T>& operator[](std::size_t i) const {
-    FROST_CHECK(i < items_.size(), "frost::nn::", this->type_name(), ": index ", i, " is out of range for ",
-                items_.size(), " modules");
+    if (FROST_UNLIKELY(i >= items_.size()))
+      frost::detail::fail_as<IndexError>("frost::nn::", this->type_name(), ": index ", i, " is out of range for ",
+                                         items_.size(), " modules");
     return items_[i];
   }
   auto begin() const { return items_.begin(); }
