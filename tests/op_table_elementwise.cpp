@@ -51,14 +51,21 @@ std::vector<Row> elementwise_rows() {
       row("neg", {{3, 4}}, u, FN(x[0].neg()), EW1(-a)).layout({kT}),
       row("abs", {{2, 3}}, away(-2, 2), FN(x[0].abs()), EW1(std::fabs(a))),
       row("abs", {{2, 4}}, away(-2, 2), FN(frost::abs(x[0])), EW1(std::fabs(a))).layout({kS}),
-      row("sign", {{3, 4}}, ints(-2, 2), FN(x[0].sign()), EW1(a > 0 ? 1.0 : a < 0 ? -1.0 : 0.0)).no_grad(),
+      // Piecewise constant: the rows on the kinks check the values there, the
+      // rows between them the (zero) gradient.
+      row("sign", {{3, 4}}, ints(-2, 2), FN(x[0].sign()), EW1(a > 0 ? 1.0 : a < 0 ? -1.0 : 0.0)).kinks(),
+      row("sign", {{2, 3}}, away(-2, 2), FN(x[0].sign()), EW1(a > 0 ? 1.0 : -1.0)),
       // On a lattice of quarters: the halves test round's ties to even, and
-      // every value is exact in float.
-      row("floor", {{3, 4}}, lattice(-3, 3, 0.25, 0), FN(x[0].floor()), EW1(std::floor(a))).no_grad(),
-      row("ceil", {{3, 4}}, lattice(-3, 3, 0.25, 0), FN(frost::ceil(x[0])), EW1(std::ceil(a))).no_grad().layout({kT}),
-      row("round", {{3, 4}}, lattice(-3, 3, 0.25, 0), FN(x[0].round()), EW1(std::nearbyint(a))).no_grad(),
-      row("round", {{2, 5}}, lattice(-3, 3, 0.5, 0), FN(x[0].round()), EW1(std::nearbyint(a))).no_grad().with_note("halves"),
-      row("trunc", {{3, 4}}, lattice(-3, 3, 0.25, 0), FN(x[0].trunc()), EW1(std::trunc(a))).no_grad().layout({kS}),
+      // every value is exact in float. Offset by an eighth, no value is a kink.
+      row("floor", {{3, 4}}, lattice(-3, 3, 0.25, 0), FN(x[0].floor()), EW1(std::floor(a))).kinks(),
+      row("floor", {{2, 3}}, lattice(-3, 3, 0.25, 0.125), FN(x[0].floor()), EW1(std::floor(a))),
+      row("ceil", {{3, 4}}, lattice(-3, 3, 0.25, 0), FN(frost::ceil(x[0])), EW1(std::ceil(a))).kinks().layout({kT}),
+      row("ceil", {{2, 3}}, lattice(-3, 3, 0.25, 0.125), FN(frost::ceil(x[0])), EW1(std::ceil(a))),
+      row("round", {{3, 4}}, lattice(-3, 3, 0.25, 0), FN(x[0].round()), EW1(std::nearbyint(a))).kinks(),
+      row("round", {{2, 5}}, lattice(-3, 3, 0.5, 0), FN(x[0].round()), EW1(std::nearbyint(a))).kinks().with_note("halves"),
+      row("round", {{2, 3}}, lattice(-3, 3, 0.25, 0.125), FN(x[0].round()), EW1(std::nearbyint(a))),
+      row("trunc", {{3, 4}}, lattice(-3, 3, 0.25, 0), FN(x[0].trunc()), EW1(std::trunc(a))).kinks().layout({kS}),
+      row("trunc", {{2, 3}}, lattice(-3, 3, 0.25, 0.125), FN(x[0].trunc()), EW1(std::trunc(a))),
       row("exp", {{2, 3}}, u, FN(x[0].exp()), EW1(std::exp(a))),
       row("exp", {Shape{}}, u, FN(frost::exp(x[0])), EW1(std::exp(a))),
       row("exp", {{3, 2}}, u, FN(x[0].exp()), EW1(std::exp(a))).layout({kS}),

@@ -134,6 +134,10 @@ TEST_CASE("errors: out-of-range indices") {
   expect_error([&] { (void)a.narrow(1, 2, 2); }, {"narrow", "start 2", "length 2", "size 3"});
   expect_error([&] { (void)a.narrow(0, 0, 3); }, {"narrow", "size 2", "[2, 3]"});
   expect_error([&] { (void)a.narrow(0, 0, -1); }, {"narrow", "length -1"});
+  expect_error([&] { (void)a.narrow(1, 4, 0); }, {"narrow", "start 4", "size 3", "-3 <= start <= 3"});
+  expect_error([&] { (void)a.narrow(1, -4, 1); }, {"narrow", "start -4", "size 3"});
+  expect_error([&] { (void)a.narrow(1, 1, INT64_MAX); }, {"narrow", "start 1", "size 3"});  // no overflow
+  CHECK_THROWS_AS((void)a.narrow(1, 4, 0), frost::IndexError);
   expect_error([&] { (void)frost::one_hot(TI::from({0, 3}), 3); }, {"one_hot", "3", "[0, 3)"});
   CHECK_THROWS_AS((void)frost::one_hot(TI::from({0, 3}), 3), frost::IndexError);
   // Every index out of its bounds is a frost::IndexError (a frost::Error).

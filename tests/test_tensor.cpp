@@ -549,9 +549,19 @@ TEST_CASE("tensor: floor ceil round trunc, halves to even, and what they do to i
   CHECK(special[1] == -inf);
   CHECK(std::isnan(special[2]));
   CHECK(special[3] == 8388609.0f);  // already integral: unchanged
-  // Piecewise constant: no gradient flows, as with sign.
-  const auto w = TF::from({0.3f, 1.6f}).requires_grad_();
-  CHECK_FALSE(w.floor().requires_grad());
+  // Piecewise constant, and recorded as in PyTorch: a loss reached only
+  // through them backpropagates zeros (it is not "does not require grad").
+  auto w = TF::from({0.3f, 1.6f}).requires_grad_();
+  for (const auto& y : {w.floor(), w.ceil(), w.round(), w.trunc(), w.sign()}) {
+    REQUIRE(y.requires_grad());
+    w.set_grad({});
+    (y * 3.0f).sum().backward();
+    CHECK(w.grad().to_vector() == std::vector<float>{0, 0});
+  }
+  // Beside a differentiable term they add nothing to its gradient.
+  w.set_grad({});
+  (w * 2.0f + w.round()).sum().backward();
+  CHECK(w.grad().to_vector() == std::vector<float>{2, 2});
 }
 
 // ---- printing ---------------------------------------------------------------

@@ -167,15 +167,12 @@ FROST_HOST_DEVICE inline U cast(T x) {
 
 }  // namespace fn
 
+// Constant expressions, so an op struct can take its static name from its kernel's.
 #define FROST_NAME_ENTRY(name) #name,
-inline const char* op_name(UnaryOp op) {
-  static constexpr const char* names[] = {FROST_UNARY_OPS(FROST_NAME_ENTRY)};
-  return names[static_cast<int>(op)];
-}
-inline const char* op_name(BinaryOp op) {
-  static constexpr const char* names[] = {FROST_BINARY_OPS(FROST_NAME_ENTRY)};
-  return names[static_cast<int>(op)];
-}
+inline constexpr const char* kUnaryOpNames[] = {FROST_UNARY_OPS(FROST_NAME_ENTRY)};
+inline constexpr const char* kBinaryOpNames[] = {FROST_BINARY_OPS(FROST_NAME_ENTRY)};
 #undef FROST_NAME_ENTRY
+constexpr const char* op_name(UnaryOp op) { return kUnaryOpNames[static_cast<int>(op)]; }
+constexpr const char* op_name(BinaryOp op) { return kBinaryOpNames[static_cast<int>(op)]; }
 
 }  // namespace frost

@@ -65,14 +65,26 @@ struct AbsOp {
 };
 template <FloatScalar T> Tensor<T> abs(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::abs, x, AbsOp{}); }
 
-/// y = sign(x): piecewise constant, so no gradient flows.
-template <FloatScalar T> Tensor<T> sign(const Tensor<T>& x) { return detail::unary_raw(UnaryOp::sign, x); }
-/// Rounding to an integral value (round: halves to even, as PyTorch's);
-/// piecewise constant like sign, so no gradient flows.
-template <FloatScalar T> Tensor<T> floor(const Tensor<T>& x) { return detail::unary_raw(UnaryOp::floor, x); }
-template <FloatScalar T> Tensor<T> ceil(const Tensor<T>& x) { return detail::unary_raw(UnaryOp::ceil, x); }
-template <FloatScalar T> Tensor<T> round(const Tensor<T>& x) { return detail::unary_raw(UnaryOp::round, x); }
-template <FloatScalar T> Tensor<T> trunc(const Tensor<T>& x) { return detail::unary_raw(UnaryOp::trunc, x); }
+/// y = sign(x), floor, ceil, round (halves to even, as PyTorch's), trunc:
+/// piecewise constant, so dx = 0 wherever the derivative exists. Recorded as
+/// PyTorch records them (a gradient of zeros, not none), so a loss that
+/// reaches x only through them still backpropagates.
+template <UnaryOp K>
+struct PiecewiseConstantOp {
+  static constexpr const char* name = op_name(K);
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g) const { g[0] = zeros_like(dy); }
+};
+namespace detail {
+template <UnaryOp K, class T>
+Tensor<T> piecewise_constant(const Tensor<T>& x) {
+  return unary_op<Save::none>(K, x, PiecewiseConstantOp<K>{});
+}
+}  // namespace detail
+template <FloatScalar T> Tensor<T> sign(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::sign>(x); }
+template <FloatScalar T> Tensor<T> floor(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::floor>(x); }
+template <FloatScalar T> Tensor<T> ceil(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::ceil>(x); }
+template <FloatScalar T> Tensor<T> round(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::round>(x); }
+template <FloatScalar T> Tensor<T> trunc(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::trunc>(x); }
 
 /// y = e^x; dx = dy y
 struct ExpOp {

@@ -311,8 +311,13 @@ Tensor<T> Tensor<T>::narrow(std::int64_t dim, std::int64_t start, std::int64_t l
   detail::check_defined(*this, "narrow");
   const int d = wrap_dim(dim, this->dim(), "narrow");
   const std::int64_t n = shape()[d];
+  // As PyTorch: a start outside [-n, n] is an IndexError, a length that runs
+  // past the end a plain Error (compared as n - start: no overflow).
+  if (FROST_UNLIKELY(start < -n || start > n))
+    detail::fail_as<IndexError>("frost::narrow: start ", start, " is out of range for dim ", d, " of size ", n,
+                                " (expected -", n, " <= start <= ", n, "; shape ", shape().str(), ")");
   if (start < 0) start += n;
-  FROST_CHECK(start >= 0 && length >= 0 && start + length <= n, "frost::narrow: start ", start, " + length ", length,
+  FROST_CHECK(length >= 0 && length <= n - start, "frost::narrow: start ", start, " + length ", length,
               " exceeds dim ", d, " of size ", n, " (shape ", shape().str(), ")");
   return slice(d, start, start + length);
 }
