@@ -149,6 +149,9 @@ std::vector<Row> elementwise_rows() {
       row("pow", {{2, 1}, {1, 3}}, Gens{pos, u}, FN(x[0].pow(x[1])), EW2(std::pow(a, b))),
       row("pow", {{2, 3}, Shape{}}, Gens{pos, u}, FN(x[0].pow(x[1])), EW2(std::pow(a, b))),
       row("maximum", {{2, 3}, {2, 3}}, no_ties, FN(x[0].maximum(x[1])), EW2(std::max(a, b))),
+      // Ties split the gradient in halves, as the central difference does.
+      row("maximum", {{3, 4}, {3, 4}}, ints(-1, 1), FN(x[0].maximum(x[1])), EW2(std::max(a, b))).first_order_only().with_note("ties"),
+      row("minimum", {{3, 4}, {4}}, ints(-1, 1), FN(x[0].minimum(x[1])), EW2(std::min(a, b))).first_order_only().with_note("ties"),
       row("maximum", {{2, 3}, {3}}, no_ties, FN(frost::maximum(x[0], x[1])), EW2(std::max(a, b))),
       row("maximum", {{2, 1}, {1, 3}}, no_ties, FN(x[0].maximum(x[1])), EW2(std::max(a, b))),
       row("maximum", {{3, 3}, {3, 3}}, no_ties, FN(x[0].maximum(x[1])), EW2(std::max(a, b))).layout({kT}),

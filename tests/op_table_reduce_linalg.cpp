@@ -19,6 +19,16 @@ auto norm_p(double p) {
 }
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+/// Rows of 3 with a zero at position (row mod 4), the fourth row without:
+/// prod's gradient where a slice has one zero (the second derivative is
+/// fair there; with two zeros it is not kept, as in PyTorch).
+Gen one_zero_per_row = [](std::int64_t n, std::mt19937_64& rng) {
+  std::vector<double> v = away(-2, 2, 0.3)(n, rng);
+  for (std::int64_t i = 0; i < n; ++i)
+    if ((i / 3) % 4 == i % 3) v[static_cast<std::size_t>(i)] = 0;
+  return v;
+};
+
 /// beta c + alpha a b
 RefFn addmm_ref(double beta, double alpha) {
   return [=](const std::vector<Arr>& x) {
@@ -59,6 +69,8 @@ std::vector<Row> reduce_linalg_rows() {
       row("prod", {{2, 3}}, nonzero, FN(x[0].prod(1, true)), reduced({1}, true, prod_of)),
       row("prod", {{3, 3}}, nonzero, FN(x[0].prod(0)), reduced({0}, false, prod_of)).layout({kT}),
       row("prod", {{2, 3, 2}}, nonzero, FN(frost::prod(x[0], {0, 2})), reduced({0, 2}, false, prod_of)),
+      row("prod", {{4, 3}}, one_zero_per_row, FN(x[0].prod(1)), reduced({1}, false, prod_of)).with_note("zeros"),
+      row("prod", {{3, 4}}, one_zero_per_row, FN(x[0].prod(0, true)), reduced({0}, true, prod_of)).layout({kT}).with_note("zeros"),
 
       // ---- max / min / arg: distinct values, no ties ---------------------------
       row("max", {{2, 3}}, d, FN(x[0].max()), reduced({}, false, max_of)),
@@ -90,6 +102,11 @@ std::vector<Row> reduce_linalg_rows() {
       row("norm", {{2, 3}}, nonzero, FN(x[0].norm(1, {1})), reduced({1}, false, norm_p(1))),
       row("norm", {{3, 3}}, nonzero, FN(frost::norm(x[0], 3, {0}, true)), reduced({0}, true, norm_p(3))).layout({kT}),
       row("norm", {{2, 3}}, distinct_abs(0.2, 2), FN(x[0].norm(kInf)), reduced({}, false, norm_p(kInf))),
+      row("norm", {{2, 3, 2}}, distinct_abs(0.2, 2), FN(x[0].norm(kInf, {1, 2})), reduced({1, 2}, false, norm_p(kInf))),
+      row("norm", {{3, 4}}, distinct_abs(0.2, 2), FN(frost::norm(x[0], -kInf, {0}, true)), reduced({0}, true, norm_p(-kInf))).layout({kT}),
+      row("norm", {{2, 4}}, lattice(-1, 1, 0.5, 0), FN(x[0].norm(0, {1})), reduced({1}, false, norm_p(0))).kinks(),
+      row("norm", {{2, 3}}, nonzero, FN(x[0].norm(0)), reduced({}, false, norm_p(0))),
+      row("norm", {{2, 3}}, nonzero, FN(x[0].norm(0.5, {1})), reduced({1}, false, norm_p(0.5))),
       row("logsumexp", {{2, 3}}, u, FN(x[0].logsumexp({1})), reduced({1}, false, logsumexp_of)),
       row("logsumexp", {{2, 3, 2}}, u, FN(frost::logsumexp(x[0], {0, 2}, true)), reduced({0, 2}, true, logsumexp_of)),
       row("logsumexp", {{2, 3}}, u, FN(x[0].logsumexp({})), reduced({}, false, logsumexp_of)).with_note("all dims"),

@@ -915,3 +915,74 @@ TEST_CASE("autograd: norm has a zero gradient at the zero vector") {
   z.norm(2, {1}).sum().backward();
   check_close(z.grad(), {0.6, 0.8, 0.0, 0.0}, 1e-12, 1e-12);
 }
+
+TEST_CASE("autograd: PyTorch's gradients where the textbook rule divides by zero") {
+  const double nan = std::nan(""), inf = INFINITY;
+  SUBCASE("std of constant values: 0, not NaN") {
+    auto x = TD::from({1, 1, 1, 2, 3, 4}, {2, 3}).requires_grad_();
+    x.std({1}).sum().backward();
+    const auto g = x.grad().to_vector();
+    CHECK(g[0] == 0.0);
+    CHECK(g[2] == 0.0);
+    check_close(TD::from({g[3], g[4], g[5]}), {-0.5, 0.0, 0.5}, 1e-12, 1e-12);  // d std / dx = (x - m) / (2 s), s = 1
+  }
+  SUBCASE("norm for p other than 1 and 2 at zero") {
+    auto x = TD::zeros({2}).requires_grad_();
+    x.norm(3).backward();
+    check_close(x.grad(), {0.0, 0.0});
+    auto z = TD::from({0.0, 4.0}).requires_grad_();
+    z.norm(0.5).backward();  // (sqrt|z0| + sqrt|z1|)^2: 1 for z1, 0 (PyTorch's choice) at z0
+    check_close(z.grad(), {0.0, 1.0}, 1e-12, 1e-12);
+  }
+  SUBCASE("max over all elements with a NaN: the NaN gets the gradient") {
+    auto x = TD::from({1, nan, 3, nan}).requires_grad_();
+    auto y = x.max();
+    CHECK(std::isnan(y.item()));
+    y.backward();
+    CHECK(x.grad().to_vector() == std::vector<double>{0, 0.5, 0, 0.5});
+  }
+  SUBCASE("maximum and minimum: a NaN wins on either side; ties split the gradient") {
+    const auto a = TD::from({nan, 1, 2}), b = TD::from({1, nan, 2});
+    for (const auto& y : {a.maximum(b), b.maximum(a), a.minimum(b), b.minimum(a)}) {
+      const auto v = y.to_vector();
+      CHECK(std::isnan(v[0]));
+      CHECK(std::isnan(v[1]));
+      CHECK(v[2] == 2.0);
+    }
+    auto p = TD::from({1, 2, 3}).requires_grad_(), q = TD::from({1, 5, 0}).requires_grad_();
+    p.maximum(q).sum().backward();
+    CHECK(p.grad().to_vector() == std::vector<double>{0.5, 0, 1});
+    CHECK(q.grad().to_vector() == std::vector<double>{0.5, 1, 0});
+  }
+  SUBCASE("pow at base 0") {
+    auto a = TD::zeros({3}).requires_grad_(), b = TD::from({0, 0.5, 2}).requires_grad_();
+    a.pow(b).sum().backward();
+    CHECK(a.grad().to_vector() == std::vector<double>{0, inf, 0});
+    CHECK(b.grad().to_vector() == std::vector<double>{0, 0, 0});
+    auto x = TD::from({0, 0.5, 2}).requires_grad_();
+    frost::pow(0.0, x).sum().backward();
+    CHECK(x.grad().to_vector() == std::vector<double>{0, 0, 0});
+    CHECK(std::isnan(TD::from({-inf}).pow(0.5).item()));  // as sqrt, as PyTorch
+  }
+  SUBCASE("prod with zeros: one zero gets the product of the rest") {
+    auto x = TD::from({0, 2, 3, 0, 2, 0}, {2, 3}).requires_grad_();
+    x.prod(1).sum().backward();
+    CHECK(x.grad().to_vector() == std::vector<double>{6, 0, 0, 0, 0, 0});
+    auto z = TD::from({0, 2, 3}).requires_grad_();
+    auto g = frost::autograd::grad({z.prod()}, {z}, {}, true, true);
+    CHECK(g[0].to_vector() == std::vector<double>{6, 0, 0});
+    g[0].sum().backward();  // d(z1 z2 + z0 z2 + z0 z1)/dz = (z2 + z1, z2 + z0, z1 + z0)
+    CHECK(z.grad().to_vector() == std::vector<double>{5, 3, 2});
+  }
+}
+
+TEST_CASE("autograd: var and std with a braced dim reduce that dim; degenerate sizes are NaN") {
+  const auto x = TD::from({1, 2, 4, 3, 3, 3}, {2, 3});
+  CHECK(x.var({1}).shape() == Shape{2});  // not var(bool): a braced 1 also converts to bool
+  check_close(x.var({1}), {7.0 / 3.0, 0.0}, 1e-12, 1e-12);
+  CHECK(x.std({0}).shape() == Shape{3});
+  CHECK(x.var(false).shape() == Shape{});
+  CHECK(std::isnan(TD::from({5.0}).var().item()));                      // one value, unbiased: 0 / 0
+  const auto empty = TD::zeros({0, 2}).var({0}).to_vector();             // no values: 0 / 0, not -0
+  CHECK((empty.size() == 2 && std::isnan(empty[0]) && std::isnan(empty[1])));
+}

@@ -161,7 +161,8 @@ TEST_CASE("errors: empty reductions with no value") {
   expect_error([&] { (void)e2.max(1); }, {"max", "dim 1", "size 0", "[3, 0]"});
   expect_error([&] { (void)e2.min(1, true); }, {"min", "dim 1", "size 0"});
   expect_error([&] { (void)e2.argmax(1); }, {"argmax", "dim 1", "size 0"});
-  expect_error([&] { (void)e2.norm(INFINITY); }, {"max", "no elements"});
+  expect_error([&] { (void)e2.norm(INFINITY); }, {"norm", "dim 1", "size 0", "[3, 0]", "no value"});
+  CHECK(e2.norm(INFINITY, {0}).shape() == Shape{0});  // reducing a non-empty dim
   // reductions that have a value on empty input, as in PyTorch
   CHECK(e.sum().item() == 0.0f);
   CHECK(e.prod().item() == 1.0f);

@@ -921,3 +921,42 @@ TEST_CASE("tensor: ops on empty tensors") {
   z.narrow(0, 0, 0).add_(TF::ones({0, 3}));
   CHECK(z.to_vector() == std::vector<float>(6, 0.0f));
 }
+
+TEST_CASE("tensor: exp underflows to 0 and float sigmoid keeps its relative accuracy on dense memory") {
+  // Dense tensors take Eigen's vectorised exp, which clamps its argument:
+  // exp(-inf) must still be 0, and subnormal results the libm ones.
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> xf{-inf, -800.0f, -104.0f, -100.0f, -88.0f, -87.0f, 0.0f, 88.0f, 89.0f, inf};
+  xf.resize(32, -inf);  // several SIMD packets
+  const auto ef = TF::from(xf).exp().to_vector();
+  for (std::size_t i = 0; i < xf.size(); ++i) {
+    INFO("x = ", xf[i]);
+    const float want = std::exp(xf[i]);
+    CHECK((ef[i] == want || std::fabs(ef[i] - want) <= 4 * std::numeric_limits<float>::epsilon() * want));
+  }
+  std::vector<double> xd{-INFINITY, -1000.0, -745.0, -720.0, -708.0, 0.0, 709.0, 710.0};
+  xd.resize(16, -INFINITY);
+  const auto ed = TD::from(xd).exp().to_vector();
+  for (std::size_t i = 0; i < xd.size(); ++i) {
+    INFO("x = ", xd[i]);
+    const double want = std::exp(xd[i]);
+    CHECK((ed[i] == want || std::fabs(ed[i] - want) <= 4 * std::numeric_limits<double>::epsilon() * want));
+  }
+  CHECK(TF::full({1, 5}, -inf).logsumexp({1}).item() == -inf);  // was -87.1: exp(-inf) as 2.9e-39
+  CHECK(TD::full({1, 2}, -INFINITY).logsumexp({1}).item() == -INFINITY);
+
+  // Float sigmoid and silu against double, relative, where sigmoid is small too.
+  std::vector<float> xs;
+  for (int i = 0; i <= 600; ++i) xs.push_back(-30.0f + 0.1f * float(i));
+  const auto s = TF::from(xs).sigmoid().to_vector(), si = TF::from(xs).silu().to_vector();
+  double worst = 0, worst_silu = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const double x = xs[i], want = 1 / (1 + std::exp(-x));
+    worst = std::max(worst, std::fabs(s[i] - want) / want);
+    if (x != 0) worst_silu = std::max(worst_silu, std::fabs(si[i] - x * want) / std::fabs(x * want));
+  }
+  CHECK(worst < 1e-6);  // Eigen's rational fit was 6e-4 at x = -9
+  CHECK(worst_silu < 1e-6);
+  CHECK(TF::from(std::vector<float>(8, -inf)).sigmoid().to_vector() == std::vector<float>(8, 0.0f));
+  CHECK(TF::from(std::vector<float>(8, inf)).sigmoid().to_vector() == std::vector<float>(8, 1.0f));
+}

@@ -188,9 +188,14 @@ class Tensor {
   Tensor sum(const Shape& dims, bool keepdim = false) const;
   Tensor mean() const;
   Tensor mean(const Shape& dims, bool keepdim = false) const;
-  Tensor var(bool unbiased = true) const;
+  /// Over all elements; `unbiased` must be a bool, so that `x.var({1})` is
+  /// the dims overload (a braced 1 or 0 would also convert to bool, and
+  /// silently reduce everything).
+  Tensor var() const;
+  template <std::same_as<bool> B> Tensor var(B unbiased) const;
   Tensor var(const Shape& dims, bool unbiased = true, bool keepdim = false) const;
-  Tensor std(bool unbiased = true) const;
+  Tensor std() const;
+  template <std::same_as<bool> B> Tensor std(B unbiased) const;
   Tensor std(const Shape& dims, bool unbiased = true, bool keepdim = false) const;
   Tensor prod() const;
   Tensor prod(std::int64_t dim, bool keepdim = false) const;

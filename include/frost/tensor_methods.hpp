@@ -99,9 +99,11 @@ template <class T> Tensor<T> Tensor<T>::sum() const { return frost::sum(*this); 
 template <class T> Tensor<T> Tensor<T>::sum(const Shape& d, bool k) const { return frost::sum(*this, d, k); }
 template <class T> Tensor<T> Tensor<T>::mean() const { return frost::mean(*this); }
 template <class T> Tensor<T> Tensor<T>::mean(const Shape& d, bool k) const { return frost::mean(*this, d, k); }
-template <class T> Tensor<T> Tensor<T>::var(bool u) const { return frost::var(*this, Shape{}, u); }
+template <class T> Tensor<T> Tensor<T>::var() const { return frost::var(*this, Shape{}); }
+template <class T> template <std::same_as<bool> B> Tensor<T> Tensor<T>::var(B u) const { return frost::var(*this, Shape{}, u); }
 template <class T> Tensor<T> Tensor<T>::var(const Shape& d, bool u, bool k) const { return frost::var(*this, d, u, k); }
-template <class T> Tensor<T> Tensor<T>::std(bool u) const { return frost::std(*this, Shape{}, u); }
+template <class T> Tensor<T> Tensor<T>::std() const { return frost::std(*this, Shape{}); }
+template <class T> template <std::same_as<bool> B> Tensor<T> Tensor<T>::std(B u) const { return frost::std(*this, Shape{}, u); }
 template <class T> Tensor<T> Tensor<T>::std(const Shape& d, bool u, bool k) const { return frost::std(*this, d, u, k); }
 template <class T> Tensor<T> Tensor<T>::prod() const { return frost::prod(*this, Shape{}); }
 template <class T> Tensor<T> Tensor<T>::prod(std::int64_t d, bool k) const { return frost::prod(*this, Shape{d}, k); }

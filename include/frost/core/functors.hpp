@@ -99,7 +99,8 @@ FROST_HOST_DEVICE inline T unary(UnaryOp op, T x, T p0, T p1) {
     case UnaryOp::silu: return x * sigmoid(x);
     case UnaryOp::erf: return std::erf(x);
     case UnaryOp::clamp: return x < p0 ? p0 : (x > p1 ? p1 : x);
-    case UnaryOp::pow_scalar: return std::pow(x, p0);
+    // x^0.5 is sqrt, as PyTorch computes it: sqrt(-inf) is NaN where pow gives inf.
+    case UnaryOp::pow_scalar: return p0 == T(0.5) ? std::sqrt(x) : std::pow(x, p0);
     case UnaryOp::rpow_scalar: return std::pow(p0, x);
     case UnaryOp::add_scalar: return x + p0;
     case UnaryOp::mul_scalar: return x * p0;
@@ -130,8 +131,9 @@ FROST_HOST_DEVICE inline T binary(BinaryOp op, T a, T b, T p) {
     case BinaryOp::mul: return a * b;
     case BinaryOp::div: return a / b;
     case BinaryOp::pow: return std::pow(a, b);
-    case BinaryOp::maximum: return a > b ? a : b;
-    case BinaryOp::minimum: return a < b ? a : b;
+    // A NaN in either input wins, as in PyTorch (a NaN fails every comparison).
+    case BinaryOp::maximum: return a > b || a != a ? a : b;
+    case BinaryOp::minimum: return a < b || a != a ? a : b;
     case BinaryOp::eq: return T(a == b);
     case BinaryOp::ne: return T(a != b);
     case BinaryOp::lt: return T(a < b);

@@ -236,12 +236,14 @@ template <FloatScalar T> Tensor<T> pow(const Tensor<T>& x, std::type_identity_t<
   return detail::unary_op<detail::Save::input>(UnaryOp::pow_scalar, x, PowScalarOp{double(e)}, e);
 }
 
-/// y = c^x; dx = dy y ln c
+/// y = c^x; dx = dy y ln c, and 0 where c = 0 and x >= 0 (PyTorch's limit;
+/// there y is 0 or 1, and ln 0 would make it -inf or NaN)
 struct RpowScalarOp {
   static constexpr const char* name = "rpow_scalar";
   double c;
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
-    g[0] = dy * y * T(std::log(c));
+    if (c != 0) g[0] = dy * y * T(std::log(c));
+    else g[0] = where(y <= T(1), Tensor<T>::zeros({}, dy.device()), dy * y * T(std::log(c)));
   }
 };
 template <FloatScalar T> Tensor<T> pow(std::type_identity_t<T> c, const Tensor<T>& x) {
@@ -350,33 +352,32 @@ struct DivOp {
     if (g.needs(1)) g[1] = sum_to(-(da * y), b.shape());
   }
 };
-/// y = a^b; da = dy b a^(b-1), db = dy y ln a
+/// y = a^b; da = dy b a^(b-1), db = dy y ln a. As PyTorch: da = 0 where
+/// b = 0 and db = 0 where a = 0 and b >= 0 (the limits; the formulas give
+/// 0 * inf and ln 0 there).
 struct PowOp {
   static constexpr const char* name = "pow";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b,
                                    const Tensor<T>& y) const {
-    if (g.needs(0)) g[0] = sum_to(dy * b * a.pow(b - T(1)), a.shape());
-    if (g.needs(1)) g[1] = sum_to(dy * y * a.log(), b.shape());
+    const auto zero = Tensor<T>::zeros({}, dy.device());
+    if (g.needs(0)) g[0] = sum_to(where(b == T(0), zero, dy * b * a.pow(b - T(1))), a.shape());
+    if (g.needs(1)) g[1] = sum_to(where((a == T(0)) * (b >= T(0)), zero, dy * y * a.log()), b.shape());
   }
 };
-/// y = max(a, b); the gradient goes to the larger input (to b on ties)
-struct MaximumOp {
-  static constexpr const char* name = "maximum";
+/// y = max(a, b) (min(a, b) with is_max false); the gradient goes to the
+/// larger (smaller) input and is split in halves on ties, as PyTorch's.
+template <bool is_max>
+struct ExtremumOf2Op {
+  static constexpr const char* name = is_max ? "maximum" : "minimum";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b) const {
-    auto pick_a = a > b;
-    if (g.needs(0)) g[0] = sum_to(dy * pick_a, a.shape());
-    if (g.needs(1)) g[1] = sum_to(dy * (T(1) - pick_a), b.shape());
+    const auto half_tie = (a == b) * T(0.5);
+    const auto a_wins = is_max ? a > b : a < b, b_wins = is_max ? a < b : a > b;
+    if (g.needs(0)) g[0] = sum_to(dy * (T(1) - b_wins - half_tie), a.shape());
+    if (g.needs(1)) g[1] = sum_to(dy * (T(1) - a_wins - half_tie), b.shape());
   }
 };
-/// y = min(a, b); the gradient goes to the smaller input (to b on ties)
-struct MinimumOp {
-  static constexpr const char* name = "minimum";
-  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b) const {
-    auto pick_a = a < b;
-    if (g.needs(0)) g[0] = sum_to(dy * pick_a, a.shape());
-    if (g.needs(1)) g[1] = sum_to(dy * (T(1) - pick_a), b.shape());
-  }
-};
+using MaximumOp = ExtremumOf2Op<true>;
+using MinimumOp = ExtremumOf2Op<false>;
 
 template <FloatScalar T> Tensor<T> operator+(const Tensor<T>& a, const Tensor<T>& b) {
   auto y = detail::binary_raw(BinaryOp::add, a, b);

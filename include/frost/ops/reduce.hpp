@@ -2,6 +2,7 @@
 // backward; mean, var, std, norm and logsumexp are written with those ops,
 // so their gradients (and second derivatives) follow.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -138,18 +139,47 @@ template <FloatScalar T> Tensor<T> var(const Tensor<T>& x, const Shape& dims, bo
   std::int64_t n = 1;
   for (auto d : red) n *= x.shape()[static_cast<int>(d)];
   auto d = x - mean(x, red, true);
-  return sum(d * d, red, keepdim) * (T(1) / T(n - (unbiased ? 1 : 0)));
-}
-template <FloatScalar T> Tensor<T> std(const Tensor<T>& x, const Shape& dims, bool unbiased = true, bool keepdim = false) {
-  return sqrt(var(x, dims, unbiased, keepdim));
+  // PyTorch's divisor max(0, n - correction): NaN (0/0) for one element
+  // unbiased or for none, never a negative divisor.
+  return sum(d * d, red, keepdim) * (T(1) / T(std::max<std::int64_t>(0, n - (unbiased ? 1 : 0))));
 }
 
-/// y = prod over dim; dx = dy y / x (inputs must be non-zero for a finite gradient)
+/// y = sqrt(v) for std; dv = dy / (2 y), and 0 where y = 0 (PyTorch's
+/// subgradient: constant inputs have std 0, and 1/0 would make them NaN)
+struct StdOp {
+  static constexpr const char* name = "std";
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
+    auto zero = y == T(0);
+    auto safe = where(zero, Tensor<T>::ones({}, y.device()), y);  // no 0/0 even in second derivatives
+    g[0] = where(zero, Tensor<T>::zeros({}, y.device()), dy / (safe * T(2)));
+  }
+};
+template <FloatScalar T> Tensor<T> std(const Tensor<T>& x, const Shape& dims, bool unbiased = true, bool keepdim = false) {
+  const auto v = var(x, dims, unbiased, keepdim);
+  auto y = detail::unary_raw(UnaryOp::sqrt, v);
+  if (detail::any_requires_grad<T>({&v})) detail::record(y, StdOp{}, {&v}, SavedTensor<T>::output(y));
+  return y;
+}
+
+/// y = prod over dims; dx_i = dy * (the product of the others), which is
+/// y / x_i only where no factor is 0. A slice with one zero: the zero gets
+/// the product of the rest, the others (that zero) * (the rest but
+/// themselves), kept as a product so second derivatives see the zero. With
+/// more zeros every product of others is 0 (as in PyTorch, which keeps no
+/// second derivative there either).
 struct ProdOp {
   static constexpr const char* name = "prod";
-  Shape in, keep;
-  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x, const Tensor<T>& y) const {
-    g[0] = dy.reshape(keep) * y.reshape(keep) / x;
+  Shape keep, dims;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
+    const auto is_zero = x == T(0);
+    const auto zeros = sum(is_zero, dims, true);
+    // The product of the non-zero factors; dividing by them never divides by 0.
+    const auto nonzero = where(is_zero, Tensor<T>::ones({}, x.device()), x);
+    const auto p = prod(nonzero, dims, true);
+    const auto others = p / nonzero;                             // the product of the other non-zero factors
+    const auto the_zero = sum(x * is_zero, dims, true);          // 0, with its derivative
+    const auto one_zero = is_zero * p + (T(1) - is_zero) * the_zero * others;
+    g[0] = dy.reshape(keep) * ((zeros == T(0)) * others + (zeros == T(1)) * one_zero);
   }
 };
 template <FloatScalar T> Tensor<T> prod(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
@@ -157,16 +187,16 @@ template <FloatScalar T> Tensor<T> prod(const Tensor<T>& x, const Shape& dims, b
   const Shape red = detail::reduction_dims(dims, x.dim(), "prod");
   auto y = detail::squeeze_fresh(detail::reduce_raw(ReduceOp::prod, x, red, "prod"), x.shape(), red, keepdim);
   if (detail::any_requires_grad<T>({&x}))
-    detail::record(y, ProdOp{x.shape(), detail::keepdim_shape(x.shape(), red)}, {&x}, SavedTensor<T>::input(x),
-                   SavedTensor<T>::output(y));
+    detail::record(y, ProdOp{detail::keepdim_shape(x.shape(), red), red}, {&x}, SavedTensor<T>::input(x));
   return y;
 }
 
-/// max/min over all elements; the gradient is shared among the tied maxima
+/// max/min over all elements; the gradient is shared among the tied maxima,
+/// or among the NaNs when the result is NaN (it is, if any input is)
 struct ExtremumOp {
   static constexpr const char* name = "max";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x, const Tensor<T>& y) const {
-    auto mask = x == y;
+    auto mask = (x == y) + (x != x) * (y != y);  // disjoint: a NaN equals nothing
     g[0] = mask * (dy / sum(mask));
   }
 };
@@ -245,6 +275,29 @@ struct Norm2Op {
   }
 };
 
+/// y = (sum |x|^p)^(1/p) over dims for p other than 1 and 2, or max |x|
+/// (min |x|) for p = inf (-inf). As PyTorch: dx = sign(x) |x|^(p-1) dy /
+/// y^(p-1), 0 where y = 0 (and |x|^(p-1) taken as 0 at x = 0 for p < 1);
+/// for +-inf the gradient is shared among the |x| equal to y.
+struct NormPOp {
+  static constexpr const char* name = "norm";
+  double p;
+  Shape keep, dims;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x, const Tensor<T>& y) const {
+    const auto yk = y.reshape(keep), dyk = dy.reshape(keep);
+    const auto zero = Tensor<T>::zeros({}, x.device()), one = Tensor<T>::ones({}, x.device());
+    if (std::isinf(p)) {
+      const auto hit = x.abs() == yk;
+      g[0] = x.sign() * hit * (dyk / sum(hit, dims, true));
+      return;
+    }
+    const auto at_zero = x == T(0);
+    const auto scaled = x.sign() * where(at_zero, zero, where(at_zero, one, x.abs()).pow(T(p - 1)));
+    const auto y_zero = yk == T(0);
+    g[0] = scaled * where(y_zero, zero, dyk / where(y_zero, one, yk).pow(T(p - 1)));
+  }
+};
+
 template <FloatScalar T> Tensor<T> norm(const Tensor<T>& x, double p, const Shape& dims, bool keepdim = false) {
   detail::check_defined(x, "norm");
   if (p == 2) {
@@ -260,13 +313,21 @@ template <FloatScalar T> Tensor<T> norm(const Tensor<T>& x, double p, const Shap
     return y;
   }
   if (p == 1) return sum(abs(x), dims, keepdim);
-  if (std::isinf(p)) {
-    auto a = abs(x);
-    FROST_CHECK(dims.empty(), "frost::norm: p=inf supports the whole tensor only");
-    return p > 0 ? max(a) : min(a);
+  if (p == 0) return sum(sign(abs(x)), dims, keepdim);  // the count of non-zeros; its gradient is 0
+  FROST_CHECK(p > 0 || std::isinf(p), "frost::norm: p must be positive, 0 or -inf, got ", p);
+  const Shape red = detail::reduction_dims(dims, x.dim(), "norm");
+  Tensor<T> y;
+  {
+    NoGradGuard ng;
+    const auto a = abs(x);
+    y = std::isinf(p) ? detail::reduce_raw(p > 0 ? ReduceOp::max : ReduceOp::min, a, red, "norm")
+                      : pow(sum(pow(a, T(p)), red, true), T(1.0 / p));
+    y = detail::squeeze_fresh(y, x.shape(), red, keepdim);
   }
-  FROST_CHECK(p > 0, "frost::norm: p must be positive, got ", p);
-  return pow(sum(pow(abs(x), T(p)), dims, keepdim), T(1.0 / p));
+  if (detail::any_requires_grad<T>({&x}))
+    detail::record(y, NormPOp{p, detail::keepdim_shape(x.shape(), red), red}, {&x}, SavedTensor<T>::input(x),
+                   SavedTensor<T>::output(y));
+  return y;
 }
 
 template <FloatScalar T> Tensor<T> logsumexp(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {

@@ -2,7 +2,9 @@
 // instantiated per op so the functor's switch folds away and the loop
 // vectorises; strided and broadcast layouts take one generic loop.
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include <Eigen/Core>
 
@@ -18,16 +20,36 @@ namespace frost::cpu {
 // floats costs more than the rest of an op): on dense memory these use
 // Eigen's vectorised versions. The functor stays the definition (strided
 // layouts and CUDA use it); both agree to a few ulp.
+//
+// Two of Eigen 3.4's are not that close, and are worked around here:
+// - exp clamps its argument at -88.7 (float) / -709.8 (double), so exp(-inf)
+//   came out as 2.9e-39 / 5.6e-309 instead of 0 (logsumexp of an all -inf
+//   row was then finite): below that bound the libm value is taken.
+// - float logistic is a rational fit of sigmoid - 1/2 with absolute error, up
+//   to 6e-4 relative where sigmoid is small (x in [-13, -5]): 1 / (1 + e^-x)
+//   over the vectorised exp is accurate to a few ulp (e^-x = inf gives 0).
+// (Subnormal results are left to libm too: the bound is where e^x stops
+// being a normal number.)
+template <class T>
+inline constexpr T kEigenExpLow = std::is_same_v<T, float> ? T(-87.3) : T(-708.3);  // e^x still normal above
+
+template <class T, class A>
+void exp_with_underflow(const Eigen::Map<const A>& xa, Eigen::Map<A>& ya) {
+  ya = xa.exp();
+  for (Eigen::Index i = 0; i < xa.size(); ++i)
+    if (xa[i] < kEigenExpLow<T>) ya[i] = std::exp(xa[i]);
+}
+
 template <UnaryOp OP, class T>
 bool eigen_unary(const T* x, T* y, std::int64_t n) {
   using A = Eigen::Array<T, Eigen::Dynamic, 1>;
   Eigen::Map<const A> xa(x, n);
   Eigen::Map<A> ya(y, n);
-  if constexpr (OP == UnaryOp::exp) ya = xa.exp();
+  if constexpr (OP == UnaryOp::exp) exp_with_underflow<T>(xa, ya);
   else if constexpr (OP == UnaryOp::log) ya = xa.log();
   else if constexpr (OP == UnaryOp::tanh) ya = xa.tanh();
-  else if constexpr (OP == UnaryOp::sigmoid) ya = xa.logistic();
-  else if constexpr (OP == UnaryOp::silu) ya = xa * xa.logistic();
+  else if constexpr (OP == UnaryOp::sigmoid) ya = T(1) / (T(1) + (-xa).exp());
+  else if constexpr (OP == UnaryOp::silu) ya = xa / (T(1) + (-xa).exp());
   else if constexpr (OP == UnaryOp::gelu_tanh)
     ya = T(0.5) * xa * (T(1) + (T(0.79788456080286535588) * (xa + T(0.044715) * xa.cube())).tanh());
   else if constexpr (OP == UnaryOp::sqrt) ya = xa.sqrt();
