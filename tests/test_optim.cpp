@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string_view>
+#include <tuple>
 
 #include <frost/optim.hpp>
 
@@ -385,6 +386,10 @@ const std::vector<Schedule> kSchedules = {
     {"onecycle_linear_3phase_sgd", {0.02, 0.01, 0.11000000000000001, 0.05500000000000001, 0.2, 0.1, 0.11, 0.055, 0.01999999999999999, 0.009999999999999995, 0.017171428571428574, 0.008585714285714287, 0.014342857142857143, 0.007171428571428572, 0.011514285714285715, 0.005757142857142857, 0.008685714285714286, 0.004342857142857143, 0.005857142857142856, 0.002928571428571428, 0.003028571428571429, 0.0015142857142857145, 0.0001999999999999988, 9.99999999999994e-05, -0.002628571428571428, -0.001314285714285714}, {0.95, 0.95, 0.8999999999999999, 0.8999999999999999, 0.85, 0.85, 0.8999999999999999, 0.8999999999999999, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95}},
     {"onecycle_adam", {0.0020000000000000018, 0.04096375524460961, 0.04859708886937616, 0.04058728269748815, 0.02779920070613508, 0.014153049910434961, 0.0038320796917128202, 2e-07, 0.003832079691712817}, {0.9, 0.8188255099070634, 0.8028058334845817, 0.8188255099070634, 0.8444017761948347, 0.871694186955878, 0.8923362099614143, 0.9, 0.8923362099614143}},
     {"onecycle_no_momentum", {0.0020000000000000018, 0.049720771772545594, 0.04058728269748815, 0.023131855133348752, 0.00667387650944153, 2e-07, 0.006673876509441528}, {0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9}},
+    {"multistep", {0.1, 0.05, 0.1, 0.05, 0.05, 0.025, 0.05, 0.025, 0.05, 0.025, 0.0125, 0.00625, 0.0125, 0.00625, 0.0125, 0.00625, 0.0125, 0.00625}, {}},
+    {"exponential", {0.1, 0.05, 0.09000000000000001, 0.045000000000000005, 0.08100000000000002, 0.04050000000000001, 0.07290000000000002, 0.03645000000000001, 0.06561000000000002, 0.03280500000000001, 0.05904900000000002, 0.02952450000000001}, {}},
+    {"linear", {0.025, 0.0125, 0.037500000000000006, 0.018750000000000003, 0.05, 0.025, 0.0625, 0.03125, 0.075, 0.0375, 0.075, 0.0375, 0.075, 0.0375, 0.075, 0.0375}, {}},
+    {"constant", {0.05, 0.025, 0.05, 0.025, 0.05, 0.025, 0.1, 0.05, 0.1, 0.05, 0.1, 0.05}, {}},
 };
 
 const Schedule& schedule_ref(std::string_view name) {
@@ -436,6 +441,71 @@ TEST_CASE("lr_scheduler: StepLR and CosineAnnealingLR match PyTorch's rates") {
     optim::CosineAnnealingLR sched(opt, 4, 0.001);  // 13 steps: down, back up, and down again
     check_schedule(opt, sched, 13, "cosine");
   }
+}
+
+TEST_CASE("lr_scheduler: MultiStepLR, ExponentialLR, LinearLR and ConstantLR match PyTorch's rates") {
+  Problem<double> pr;
+  {
+    auto opt = two_groups_sgd(pr);
+    optim::MultiStepLR sched(opt, {2, 5, 5}, 0.5);  // 5 twice: halved twice there
+    check_schedule(opt, sched, 8, "multistep");
+  }
+  {
+    auto opt = two_groups_sgd(pr);
+    optim::ExponentialLR sched(opt, 0.9);
+    check_schedule(opt, sched, 5, "exponential");
+  }
+  {
+    auto opt = two_groups_sgd(pr);
+    optim::LinearLR sched(opt, 0.25, 0.75, 4);  // past total_iters the rate stays
+    check_schedule(opt, sched, 7, "linear");
+  }
+  {
+    auto opt = two_groups_sgd(pr);
+    optim::ConstantLR sched(opt, 0.5, 3);
+    check_schedule(opt, sched, 5, "constant");
+  }
+  auto opt = two_groups_sgd(pr);
+  CHECK_THROWS_WITH_AS(optim::LinearLR(opt, 0.0), doctest::Contains("LinearLR: start_factor must be in (0, 1], got 0"),
+                       frost::Error);
+  CHECK_THROWS_WITH_AS(optim::LinearLR(opt, 0.5, 1.5), doctest::Contains("end_factor must be in [0, 1], got 1.5"),
+                       frost::Error);
+  CHECK_THROWS_WITH_AS(optim::ConstantLR(opt, 2.0), doctest::Contains("ConstantLR: factor must be in (0, 1], got 2"),
+                       frost::Error);
+}
+
+TEST_CASE("lr_scheduler: ReduceLROnPlateau cuts the rates as PyTorch's does") {
+  // PyTorch 1.13, the same metrics, both groups' rates after each step.
+  const std::vector<double> metrics = {1.0, 0.9, 0.95, 0.95, 0.95, 0.8, 0.85, 0.85, 0.85, 0.85, 0.85, 0.85, 0.85};
+  const std::vector<double> min_ref = {0.1, 0.05, 0.1, 0.05, 0.1, 0.05, 0.1, 0.05, 0.05, 0.025, 0.05, 0.025, 0.05, 0.025, 0.05, 0.025, 0.025, 0.02, 0.025, 0.02, 0.025, 0.02, 0.025, 0.02, 0.02, 0.02};
+  const std::vector<double> max_ref = {0.1, 0.05, 0.1, 0.05, 0.03, 0.015, 0.03, 0.015, 0.009, 0.0045, 0.009, 0.0045, 0.0026999999999999997, 0.0013499999999999999, 0.0026999999999999997, 0.0013499999999999999, 0.0008099999999999998, 0.0004049999999999999, 0.0008099999999999998, 0.0004049999999999999, 0.00024299999999999994, 0.00012149999999999997, 0.00024299999999999994, 0.00012149999999999997, 7.289999999999998e-05, 3.644999999999999e-05};
+  auto run = [&](const optim::ReduceLROnPlateauOptions& o) {
+    Problem<double> pr;
+    auto opt = two_groups_sgd(pr);
+    optim::ReduceLROnPlateau sched(opt, o);
+    std::vector<double> lrs;
+    for (double m : metrics) {
+      train(opt, pr, 1);
+      sched.step(m);
+      CHECK(sched.get_last_lr() == std::vector<double>{opt.lr(0), opt.lr(1)});
+      lrs.push_back(opt.lr(0));
+      lrs.push_back(opt.lr(1));
+    }
+    return lrs;
+  };
+  CHECK(closeness(run({.factor = 0.5, .patience = 2, .cooldown = 1, .min_lr = 0.02}), min_ref, 1e-15, 1e-13) <= 1.0);
+  CHECK(closeness(run({.maximize = true, .factor = 0.3, .patience = 1, .threshold = 0.06, .threshold_abs = true}), max_ref,
+                  1e-15, 1e-13) <= 1.0);
+  // A metric in a one-element tensor.
+  Problem<double> pr;
+  auto opt = two_groups_sgd(pr);
+  optim::ReduceLROnPlateau sched(opt, {.patience = 0});
+  sched.step(TD::scalar(1.0));
+  sched.step(TD::scalar(2.0));
+  CHECK(opt.lr(0) == doctest::Approx(0.01));
+  CHECK(sched.best() == 1.0);
+  CHECK_THROWS_WITH_AS(optim::ReduceLROnPlateau(opt, {.factor = 1.0}), doctest::Contains("Factor should be < 1.0"),
+                       frost::Error);
 }
 
 TEST_CASE("lr_scheduler: OneCycleLR matches PyTorch's rates and momenta") {
@@ -564,6 +634,29 @@ TEST_CASE("clip_grad_norm_: total norm and clipped gradients match PyTorch") {
   pf.set_grad(TF::from({3.0f, 4.0f}));
   CHECK(nn::utils::clip_grad_norm_(pf, 1.0).item() == doctest::Approx(5.0));
   check_close(pf.grad(), std::vector<float>{0.6f, 0.8f}, 1e-6, 1e-5);
+}
+
+TEST_CASE("clip_grad_value_: clamps every gradient in place, as PyTorch") {
+  for (const auto& [clip, g1, g2] : std::vector<std::tuple<double, std::vector<double>, std::vector<double>>>{
+           {0.5, {0.5, -0.5, 0.5, 0.5, 0.0, -0.5}, {0.25, -0.5}}, {2.0, {1.0, -2.0, 0.5, 2.0, 0.0, -1.5}, {0.25, -2.0}}}) {
+    CAPTURE(clip);
+    TD p1 = TD::zeros({2, 3}).requires_grad_(), p2 = TD::zeros({2}).requires_grad_(), p3 = TD::zeros({1}).requires_grad_();
+    p1.set_grad(TD::from({1.0, -2.0, 0.5, 3.0, 0.0, -1.5}, {2, 3}));
+    p2.set_grad(TD::from({0.25, -4.0}));
+    const TD before = p1.grad();
+    nn::utils::clip_grad_value_(std::vector<TD>{p1, p2, p3}, clip);  // p3: no grad
+    CHECK(p1.grad().to_vector() == g1);
+    CHECK(p2.grad().to_vector() == g2);
+    CHECK(p1.grad().is_same(before));  // in place
+    CHECK(!p3.grad().defined());
+  }
+  // A broadcast (expanded) gradient is replaced, not written through.
+  TD w = TD::zeros({3}).requires_grad_();
+  w.set_grad(TD::from({5.0}).expand({3}));
+  nn::utils::clip_grad_value_(w, 1.0);
+  CHECK(w.grad().to_vector() == std::vector<double>{1, 1, 1});
+  CHECK_THROWS_WITH_AS(nn::utils::clip_grad_value_(w, -1.0), doctest::Contains("clip_value must be non-negative, got -1"),
+                       frost::Error);
 }
 
 TEST_CASE("clip_grad_norm_: broadcast gradients, no gradients, non-finite norms, bad norm_type") {

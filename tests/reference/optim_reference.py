@@ -94,6 +94,10 @@ scheds = [
      lambda o: O.lr_scheduler.OneCycleLR(o, 0.05, total_steps=8, base_momentum=0.8, max_momentum=0.9), 8),
     ("onecycle_no_momentum", lambda W, b: O.Adam([W, b], lr=0.01),
      lambda o: O.lr_scheduler.OneCycleLR(o, 0.05, total_steps=6, cycle_momentum=False), 6),
+    ("multistep", two_groups_sgd, lambda o: O.lr_scheduler.MultiStepLR(o, [2, 5, 5], 0.5), 8),
+    ("exponential", two_groups_sgd, lambda o: O.lr_scheduler.ExponentialLR(o, 0.9), 5),
+    ("linear", two_groups_sgd, lambda o: O.lr_scheduler.LinearLR(o, 0.25, 0.75, 4), 7),
+    ("constant", two_groups_sgd, lambda o: O.lr_scheduler.ConstantLR(o, 0.5, 3), 5),
 ]
 print("// schedulers: name, lr of every group after construction and each step (flattened), momentum/beta1 likewise")
 for name, mk_opt, mk_sched, steps in scheds:
@@ -110,3 +114,27 @@ for norm_type, max_norm in [(2.0, 1.0), (1.0, 2.5), (3.0, 100.0), (math.inf, 2.0
     p2.grad = G2.clone()
     total = torch.nn.utils.clip_grad_norm_([p1, p2], max_norm, norm_type)
     print("{%r, %r, %r, %s, %s}," % (norm_type, max_norm, float(total), fmt(p1.grad), fmt(p2.grad)))
+
+print("// ReduceLROnPlateau: lr of both groups after each step on the metrics below")
+METRICS = [1.0, 0.9, 0.95, 0.95, 0.95, 0.8, 0.85, 0.85, 0.85, 0.85, 0.85, 0.85, 0.85]
+for name, kw in [("plateau_min", dict(factor=0.5, patience=2, cooldown=1, min_lr=0.02)),
+                 ("plateau_max_abs", dict(mode="max", factor=0.3, patience=1, threshold=0.06, threshold_mode="abs"))]:
+    W = W0.clone().requires_grad_()
+    b = B0.clone().requires_grad_()
+    opt = two_groups_sgd(W, b)
+    sched = O.lr_scheduler.ReduceLROnPlateau(opt, **kw)
+    lrs = []
+    for m in METRICS:
+        opt.step()
+        sched.step(m)
+        lrs.append([g["lr"] for g in opt.param_groups])
+    print('{"%s", %s},' % (name, fmt(torch.tensor(lrs))))
+
+print("// clip_grad_value_: clip value, clipped g1 then g2")
+for clip in [0.5, 2.0]:
+    p1 = torch.zeros(2, 3, requires_grad=True)
+    p2 = torch.zeros(2, requires_grad=True)
+    p1.grad = G1.clone()
+    p2.grad = G2.clone()
+    torch.nn.utils.clip_grad_value_([p1, p2], clip)
+    print("{%r, %s, %s}," % (clip, fmt(p1.grad), fmt(p2.grad)))

@@ -1,4 +1,5 @@
-// Gradient clipping by total norm: torch.nn.utils.clip_grad_norm_.
+// Gradient clipping: by total norm (torch.nn.utils.clip_grad_norm_) and by
+// value (clip_grad_value_).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -81,6 +82,33 @@ template <FloatScalar T>
 Tensor<T> clip_grad_norm_(const Tensor<T>& parameter, double max_norm, double norm_type = 2.0,
                           bool error_if_nonfinite = false) {
   return clip_grad_norm_(std::vector<Tensor<T>>{parameter}, max_norm, norm_type, error_if_nonfinite);
+}
+
+/// Clamps every gradient of `parameters` to [-clip_value, clip_value] in
+/// place. Parameters without a gradient are skipped.
+template <FloatScalar T>
+void clip_grad_value_(const std::vector<Tensor<T>>& parameters, double clip_value) {
+  FROST_CHECK(clip_value >= 0, "frost::nn::utils::clip_grad_value_: clip_value must be non-negative, got ", clip_value);
+  NoGradGuard ng;
+  const T c = static_cast<T>(clip_value);
+  for (const auto& p : parameters) {
+    frost::detail::check_defined(p, "nn::utils::clip_grad_value_");
+    Tensor<T> g = p.grad();
+    if (!g.defined()) continue;
+    // As in clip_grad_norm_: a gradient aliasing other memory is replaced.
+    if (g.impl()->is_view || !g.is_contiguous()) {
+      Tensor<T> owner = p;
+      owner.set_grad(g.clamp(-c, c));
+    } else {
+      g.copy_(g.clamp(-c, c));
+    }
+  }
+}
+
+/// clip_grad_value_ for one parameter.
+template <FloatScalar T>
+void clip_grad_value_(const Tensor<T>& parameter, double clip_value) {
+  clip_grad_value_(std::vector<Tensor<T>>{parameter}, clip_value);
 }
 
 }  // namespace frost::nn::utils

@@ -1,12 +1,16 @@
-// Learning-rate schedulers: StepLR, CosineAnnealingLR, OneCycleLR. Each
-// computes the new rates the way PyTorch does (the same recursive or closed
-// forms, so the sequences agree to rounding) and writes them into the
-// optimizer's param groups. They see the optimizer through optim::Optimizer,
-// so one scheduler type serves every optimizer and element type.
+// Learning-rate schedulers: StepLR, MultiStepLR, ExponentialLR, LinearLR,
+// ConstantLR, CosineAnnealingLR, OneCycleLR, and ReduceLROnPlateau (which
+// steps on a metric). Each computes the new rates the way PyTorch does (the
+// same recursive or closed forms, so the sequences agree to rounding) and
+// writes them into the optimizer's param groups. They see the optimizer
+// through optim::Optimizer, so one scheduler type serves every optimizer and
+// element type.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
+#include <utility>
 #include <vector>
 
 #include "optimizer.hpp"
@@ -133,6 +137,108 @@ class CosineAnnealingLR : public LRScheduler {
   double eta_min_;
 };
 
+/// Multiplies each group's rate by gamma at each milestone step (a
+/// milestone listed twice multiplies twice, as PyTorch's Counter).
+/// \code
+/// optim::MultiStepLR sched(opt, {30, 80}, 0.1);   // 0.1, then 0.01 from 30, 0.001 from 80
+/// \endcode
+class MultiStepLR : public LRScheduler {
+ public:
+  MultiStepLR(Optimizer& optimizer, std::vector<std::int64_t> milestones, double gamma = 0.1)
+      : LRScheduler(optimizer), milestones_(std::move(milestones)), gamma_(gamma) {
+    initial_step();
+  }
+
+ protected:
+  std::vector<double> get_lr() override {
+    auto lrs = group_lrs();
+    const auto hits = std::count(milestones_.begin(), milestones_.end(), last_epoch_);
+    for (auto& lr : lrs) lr *= std::pow(gamma_, static_cast<double>(hits));
+    return lrs;
+  }
+
+ private:
+  std::vector<std::int64_t> milestones_;
+  double gamma_;
+};
+
+/// Multiplies each group's rate by gamma every step.
+class ExponentialLR : public LRScheduler {
+ public:
+  ExponentialLR(Optimizer& optimizer, double gamma) : LRScheduler(optimizer), gamma_(gamma) { initial_step(); }
+
+ protected:
+  std::vector<double> get_lr() override {
+    auto lrs = group_lrs();
+    if (last_epoch_ > 0)
+      for (auto& lr : lrs) lr *= gamma_;
+    return lrs;
+  }
+
+ private:
+  double gamma_;
+};
+
+/// Scales each group's rate by a factor going linearly from start_factor to
+/// end_factor over total_iters steps (a warm-up), then leaves it.
+/// \code
+/// optim::LinearLR warmup(opt, 0.1, 1.0, 5);   // 10% of the rate at step 0, all of it from step 5
+/// \endcode
+class LinearLR : public LRScheduler {
+ public:
+  LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, std::int64_t total_iters = 5)
+      : LRScheduler(optimizer), start_(start_factor), end_(end_factor), total_(total_iters) {
+    FROST_CHECK(start_factor > 0 && start_factor <= 1, "frost::optim::LinearLR: start_factor must be in (0, 1], got ",
+                start_factor);
+    FROST_CHECK(end_factor >= 0 && end_factor <= 1, "frost::optim::LinearLR: end_factor must be in [0, 1], got ",
+                end_factor);
+    FROST_CHECK(total_iters > 0, "frost::optim::LinearLR: total_iters must be positive, got ", total_iters);
+    initial_step();
+  }
+
+ protected:
+  // PyTorch's recursive form: each step multiplies by the ratio of consecutive factors.
+  std::vector<double> get_lr() override {
+    auto lrs = group_lrs();
+    if (last_epoch_ == 0) {
+      for (auto& lr : lrs) lr *= start_;
+    } else if (last_epoch_ <= total_) {
+      const double t = static_cast<double>(total_), e = static_cast<double>(last_epoch_);
+      for (auto& lr : lrs) lr *= 1 + (end_ - start_) / (t * start_ + (e - 1) * (end_ - start_));
+    }
+    return lrs;
+  }
+
+ private:
+  double start_, end_;
+  std::int64_t total_;
+};
+
+/// Scales each group's rate by factor for the first total_iters steps.
+class ConstantLR : public LRScheduler {
+ public:
+  ConstantLR(Optimizer& optimizer, double factor = 1.0 / 3, std::int64_t total_iters = 5)
+      : LRScheduler(optimizer), factor_(factor), total_(total_iters) {
+    FROST_CHECK(factor > 0 && factor <= 1, "frost::optim::ConstantLR: factor must be in (0, 1], got ", factor);
+    FROST_CHECK(total_iters >= 0, "frost::optim::ConstantLR: total_iters must be non-negative, got ", total_iters);
+    initial_step();
+  }
+
+ protected:
+  std::vector<double> get_lr() override {
+    auto lrs = group_lrs();
+    for (auto& lr : lrs) {
+      if (last_epoch_ == 0) lr *= factor_;
+      else if (last_epoch_ == total_) lr /= factor_;
+    }
+    return lrs;
+  }
+
+ private:
+  double factor_;
+  std::int64_t total_;
+};
+
 /// How OneCycleLR interpolates within a phase.
 enum class AnnealStrategy { cos, linear };
 
@@ -257,6 +363,79 @@ class OneCycleLR : public LRScheduler {
   OneCycleLROptions o_;
   std::vector<Phase> phases_;
   std::vector<GroupLrs> groups_;
+};
+
+/// Options of ReduceLROnPlateau (PyTorch's names and defaults).
+struct ReduceLROnPlateauOptions {
+  bool maximize = false;      ///< mode="max": the metric should grow (accuracy), else shrink (loss)
+  double factor = 0.1;        ///< new rate = rate * factor
+  std::int64_t patience = 10; ///< steps without improvement tolerated before a cut
+  double threshold = 1e-4;    ///< what counts as an improvement
+  bool threshold_abs = false; ///< threshold_mode="abs": best -+ threshold, else best * (1 -+ threshold)
+  std::int64_t cooldown = 0;  ///< steps after a cut before counting again
+  double min_lr = 0;          ///< no group goes below this
+  double eps = 1e-8;          ///< a cut smaller than this is not made
+};
+
+/// Cuts the rates by a factor when a metric has stopped improving for
+/// `patience` steps; step() takes the metric (the validation loss, say).
+/// \code
+/// optim::ReduceLROnPlateau sched(opt, {.patience = 5});
+/// for (int epoch = 0; ...; ++epoch) { train(); sched.step(validation_loss); }
+/// \endcode
+class ReduceLROnPlateau {
+ public:
+  explicit ReduceLROnPlateau(Optimizer& optimizer, const ReduceLROnPlateauOptions& o = {})
+      : optimizer_(optimizer), o_(o), best_(o.maximize ? -INFINITY : INFINITY) {
+    FROST_CHECK(o.factor < 1, "frost::optim::ReduceLROnPlateau: Factor should be < 1.0, got ", o.factor);
+    FROST_CHECK(o.patience >= 0 && o.cooldown >= 0 && o.min_lr >= 0,
+                "frost::optim::ReduceLROnPlateau: patience, cooldown and min_lr must be non-negative, got ", o.patience,
+                ", ", o.cooldown, ", ", o.min_lr);
+    for (std::size_t i = 0; i < optimizer.num_param_groups(); ++i) last_lr_.push_back(optimizer.lr(i));
+  }
+
+  /// One step with this step's metric.
+  void step(double metric) {
+    ++last_epoch_;
+    if (better(metric)) {
+      best_ = metric;
+      bad_ = 0;
+    } else {
+      ++bad_;
+    }
+    if (cooldown_left_ > 0) {
+      --cooldown_left_;
+      bad_ = 0;  // improvements are not counted during a cooldown
+    }
+    if (bad_ > o_.patience) {
+      for (std::size_t i = 0; i < optimizer_.num_param_groups(); ++i) {
+        const double old_lr = optimizer_.lr(i), new_lr = std::max(old_lr * o_.factor, o_.min_lr);
+        if (old_lr - new_lr > o_.eps) optimizer_.set_lr(i, new_lr);
+      }
+      cooldown_left_ = o_.cooldown;
+      bad_ = 0;
+    }
+    for (std::size_t i = 0; i < last_lr_.size(); ++i) last_lr_[i] = optimizer_.lr(i);
+  }
+  /// A metric held in a one-element tensor (read to the host).
+  template <class T> void step(const Tensor<T>& metric) { step(static_cast<double>(metric.item())); }
+
+  const std::vector<double>& get_last_lr() const { return last_lr_; }
+  double best() const { return best_; }
+  std::int64_t num_bad_epochs() const { return bad_; }
+  std::int64_t last_epoch() const { return last_epoch_; }
+
+ private:
+  bool better(double a) const {
+    if (o_.maximize) return o_.threshold_abs ? a > best_ + o_.threshold : a > best_ * (1 + o_.threshold);
+    return o_.threshold_abs ? a < best_ - o_.threshold : a < best_ * (1 - o_.threshold);
+  }
+
+  Optimizer& optimizer_;
+  ReduceLROnPlateauOptions o_;
+  double best_;
+  std::int64_t bad_ = 0, cooldown_left_ = 0, last_epoch_ = 0;
+  std::vector<double> last_lr_;
 };
 
 }  // namespace frost::optim
