@@ -82,6 +82,15 @@ std::vector<Row> elementwise_rows() {
       row("relu", {{3, 4}}, away(-2, 2), FN(x[0].relu()), EW1(std::max(a, 0.0))).layout({kT}),
       row("leaky_relu", {{2, 3}}, away(-2, 2), FN(frost::leaky_relu(x[0], 0.1)), EW1(a > 0 ? a : 0.1 * a)),
       row("leaky_relu", {{2, 4}}, away(-2, 2), FN(frost::leaky_relu(x[0])), EW1(a > 0 ? a : 0.01 * a)).layout({kS}),
+      row("softplus", {{2, 3}}, uniform(-3, 3), FN(frost::softplus(x[0])), EW1(std::log1p(std::exp(a)))),
+      // beta 2, threshold 1: x itself above 0.5 (kept away from the switch, where the value jumps).
+      row("softplus", {{3, 4}}, avoiding(-2, 2, {0.5}, 0.1), FN(frost::softplus(x[0], 2.0, 1.0)),
+          EW1(2 * a > 1 ? a : std::log1p(std::exp(2 * a)) / 2)).layout({kT}),
+      row("elu", {{2, 3}}, away(-2, 2), FN(frost::elu(x[0])), EW1(a > 0 ? a : std::expm1(a))),
+      row("elu", {{2, 4}}, away(-2, 2), FN(frost::elu(x[0], 0.5)), EW1(a > 0 ? a : 0.5 * std::expm1(a))).layout({kS}),
+      row("hardtanh", {{2, 3}}, avoiding(-2, 2, {-1, 1}, 0.2), FN(frost::hardtanh(x[0])), EW1(std::clamp(a, -1.0, 1.0))),
+      row("hardtanh", {{3, 4}}, avoiding(-3, 8, {0, 6}, 0.2), FN(frost::relu6(x[0])), EW1(std::clamp(a, 0.0, 6.0))).with_note("relu6"),
+      row("hardtanh", {{2, 4}}, lattice(-2, 2, 0.5, 0), FN(frost::hardtanh(x[0], -0.5, 1.0)), EW1(std::clamp(a, -0.5, 1.0))).kinks(),
       row("gelu", {{2, 3}}, uniform(-3, 3), FN(x[0].gelu()), EW1(gelu_ref(a))),
       row("silu", {{2, 3}}, uniform(-4, 4), FN(x[0].silu()), EW1(a * sigmoid_ref(a))),
       row("gelu_tanh", {{2, 3}}, uniform(-3, 3), FN(x[0].gelu("tanh")), EW1(gelu_tanh_ref(a))),
@@ -116,6 +125,7 @@ std::vector<Row> elementwise_rows() {
       row("tanh", {{4, 6}}, uniform(-10, 10), FN(x[0].tanh()), EW1(std::tanh(a))).with_note("vector path"),
       row("sigmoid", {{4, 6}}, uniform(-30, 30), FN(x[0].sigmoid()), EW1(sigmoid_ref(a))).with_note("vector path, saturated tails"),
       row("silu", {{4, 6}}, uniform(-30, 30), FN(x[0].silu()), EW1(a * sigmoid_ref(a))).with_note("vector path"),
+      row("softplus", {{4, 6}}, uniform(-30, 30), FN(frost::softplus(x[0])), EW1(a > 20 ? a : std::log1p(std::exp(a)))).with_note("saturated tails"),
       row("gelu_tanh", {{4, 6}}, uniform(-8, 8), FN(x[0].gelu("tanh")), EW1(gelu_tanh_ref(a))).with_note("vector path"),
 
       // ---- binary, broadcasting ---------------------------------------------

@@ -12,13 +12,14 @@
 namespace frost {
 
 // Unary ops: y = f(x; p0, p1). The parameter is the scalar of scalar forms
-// (x + c), the slope of leaky_relu, the bounds of clamp, the exponent of pow.
+// (x + c), the slope of leaky_relu, the bounds of clamp, the exponent of pow,
+// softplus's beta and threshold, elu's alpha.
 // Saved plans store these by number: new entries go at the end.
 #define FROST_UNARY_OPS(X) \
   X(neg) X(abs) X(sign) X(exp) X(log) X(sqrt) X(rsqrt) X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(leaky_relu) \
   X(gelu) X(silu) X(erf) X(clamp) X(pow_scalar) X(rpow_scalar) X(add_scalar) X(mul_scalar) X(rsub_scalar)    \
   X(rdiv_scalar) X(eq_scalar) X(ne_scalar) X(lt_scalar) X(le_scalar) X(gt_scalar) X(ge_scalar) X(copy)        \
-  X(gelu_tanh) X(floor) X(ceil) X(round) X(trunc)
+  X(gelu_tanh) X(floor) X(ceil) X(round) X(trunc) X(softplus) X(elu)
 
 // Binary ops: y = f(a, b; p). The *_backward entries are the fused gradient
 // kernels backward rules call (dy, saved) -> dx; they are ops too, so their
@@ -72,6 +73,13 @@ FROST_HOST_DEVICE inline T gelu_tanh_grad(T x) {
   const T t = std::tanh(k * (x + T(0.044715) * x * x * x));
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3 * 0.044715) * x * x);
 }
+/// PyTorch's softplus: log(1 + e^(beta x)) / beta, and x itself where
+/// beta x > threshold (the two agree there to rounding).
+template <class T>
+FROST_HOST_DEVICE inline T softplus(T x, T beta, T threshold) {
+  const T bx = x * beta;
+  return bx > threshold ? x : std::log1p(std::exp(bx)) / beta;
+}
 /// d silu / dx = s (1 + x (1 - s)), s = sigmoid(x)
 template <class T>
 FROST_HOST_DEVICE inline T silu_grad(T x) {
@@ -119,6 +127,8 @@ FROST_HOST_DEVICE inline T unary(UnaryOp op, T x, T p0, T p1) {
     case UnaryOp::ceil: return std::ceil(x);
     case UnaryOp::round: return std::nearbyint(x);
     case UnaryOp::trunc: return std::trunc(x);
+    case UnaryOp::softplus: return softplus(x, p0, p1);
+    case UnaryOp::elu: return x > T(0) ? x : p0 * std::expm1(x);
   }
   return x;
 }

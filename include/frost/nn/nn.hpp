@@ -2,6 +2,7 @@
 #pragma once
 
 #include "containers.hpp"
+#include "functional/activation.hpp"
 #include "functional/attention.hpp"
 #include "functional/dropout.hpp"
 #include "functional/embedding.hpp"

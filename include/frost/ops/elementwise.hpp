@@ -86,6 +86,49 @@ template <FloatScalar T> Tensor<T> ceil(const Tensor<T>& x) { return detail::pie
 template <FloatScalar T> Tensor<T> round(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::round>(x); }
 template <FloatScalar T> Tensor<T> trunc(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::trunc>(x); }
 
+/// y = log(1 + e^(beta x)) / beta (x where beta x > threshold);
+/// dx = dy sigmoid(beta x) (dy where the op is x itself)
+struct SoftplusOp {
+  static constexpr const char* name = "softplus";
+  double beta, threshold;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
+    const auto bx = x * T(beta);
+    g[0] = where(bx > T(threshold), dy, dy * bx.sigmoid());
+  }
+};
+template <FloatScalar T> Tensor<T> softplus(const Tensor<T>& x, double beta = 1, double threshold = 20) {
+  FROST_CHECK(beta != 0, "frost::softplus: beta must be non-zero");
+  return detail::unary_op<detail::Save::input>(UnaryOp::softplus, x, SoftplusOp{beta, threshold}, T(beta), T(threshold));
+}
+
+/// y = x (x > 0), alpha (e^x - 1) elsewhere; dx = dy, or dy alpha e^x
+struct EluOp {
+  static constexpr const char* name = "elu";
+  double alpha;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
+    g[0] = where(x > T(0), dy, dy * x.exp() * T(alpha));
+  }
+};
+template <FloatScalar T> Tensor<T> elu(const Tensor<T>& x, double alpha = 1) {
+  return detail::unary_op<detail::Save::input>(UnaryOp::elu, x, EluOp{alpha}, T(alpha));
+}
+
+/// y = clamp(x, min_val, max_val); dx = dy strictly between the bounds and 0
+/// at them (PyTorch's hardtanh; relu6 is hardtanh(x, 0, 6), so an input of
+/// exactly 0 passes no gradient, as through relu, where clamp's passes it)
+struct HardtanhOp {
+  static constexpr const char* name = "hardtanh";
+  double lo, hi;
+  template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
+    g[0] = dy * ((x > T(lo)) * (x < T(hi)));
+  }
+};
+template <FloatScalar T> Tensor<T> hardtanh(const Tensor<T>& x, double min_val = -1, double max_val = 1) {
+  FROST_CHECK(min_val <= max_val, "frost::hardtanh: min_val ", min_val, " is above max_val ", max_val);
+  return detail::unary_op<detail::Save::input>(UnaryOp::clamp, x, HardtanhOp{min_val, max_val}, T(min_val), T(max_val));
+}
+template <FloatScalar T> Tensor<T> relu6(const Tensor<T>& x) { return hardtanh(x, 0, 6); }
+
 /// y = e^x; dx = dy y
 struct ExpOp {
   static constexpr const char* name = "exp";

@@ -11,7 +11,7 @@ namespace frost {
   /* elementwise unary */                                                                                          \
   X(neg) X(abs) X(sign) X(exp) X(log) X(sqrt) X(rsqrt) X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(leaky_relu)     \
   X(gelu) X(silu) X(erf) X(clamp) X(pow_scalar) X(rpow_scalar) X(add_scalar) X(mul_scalar) X(rsub_scalar)         \
-  X(rdiv_scalar) X(gelu_tanh) X(floor) X(ceil) X(round) X(trunc)                                                 \
+  X(rdiv_scalar) X(gelu_tanh) X(floor) X(ceil) X(round) X(trunc) X(softplus) X(elu) X(hardtanh)                 \
   /* elementwise binary, comparisons, selection */                                                                 \
   X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(where)          \
   X(masked_fill)                                                                                                   \

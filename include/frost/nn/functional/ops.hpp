@@ -13,15 +13,19 @@ using frost::avg_pool2d;
 using frost::conv1d;
 using frost::conv2d;
 using frost::conv_transpose2d;
+using frost::elu;
 using frost::gelu;
+using frost::hardtanh;
 using frost::leaky_relu;
 using frost::log_softmax;
 using frost::max_pool2d;
 using frost::max_pool2d_with_indices;
 using frost::relu;
+using frost::relu6;
 using frost::sigmoid;
 using frost::silu;
 using frost::softmax;
+using frost::softplus;
 using frost::tanh;
 
 }  // namespace frost::nn::functional
