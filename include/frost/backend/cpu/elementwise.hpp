@@ -36,8 +36,11 @@ inline constexpr T kEigenExpLow = std::is_same_v<T, float> ? T(-87.3) : T(-708.3
 template <class T, class A>
 void exp_with_underflow(const Eigen::Map<const A>& xa, Eigen::Map<A>& ya) {
   ya = xa.exp();
-  for (Eigen::Index i = 0; i < xa.size(); ++i)
-    if (xa[i] < kEigenExpLow<T>) ya[i] = std::exp(xa[i]);
+  // One vectorised pass tells whether any element needs libm (NaNs ignored):
+  // a scalar test of every element would cost 2.5x the exp itself.
+  if (xa.size() > 0 && xa.template minCoeff<Eigen::PropagateNumbers>() < kEigenExpLow<T>)
+    for (Eigen::Index i = 0; i < xa.size(); ++i)
+      if (xa[i] < kEigenExpLow<T>) ya[i] = std::exp(xa[i]);
 }
 
 template <UnaryOp OP, class T>
