@@ -323,3 +323,25 @@ TEST_CASE("errors: undefined tensors") {
   expect_error([&] { u.backward(); }, {"backward", "undefined"});
   expect_error([&] { u.requires_grad_(); }, {"requires_grad_", "undefined"});
 }
+
+TEST_CASE("errors: in-place writes onto overlapping memory are refused, as in PyTorch") {
+  frost::NoGradGuard ng;
+  auto x = TF::from({0, 1, 2, 3, 4});
+  // A shifted view of the same memory would read elements already overwritten.
+  expect_error([&] { x.slice(0, 1, 5).copy_(x.slice(0, 0, 4)); }, {"copy_", "single memory location", "clone()"});
+  expect_error([&] { auto v = x.slice(0, 1, 5); v.add_(x.slice(0, 0, 4)); }, {"add_", "single memory location"});
+  // An expanded tensor would update one element several times.
+  expect_error([&] { auto e = TF::zeros({1, 3}).expand({2, 3}); e.add_(TF::ones({2, 3})); },
+               {"add_", "more than one element", "strides [0, 1]"});
+  expect_error([&] { auto e = TF::zeros({1, 3}).expand({2, 3}); e.mul_(2.0f); }, {"mul_", "more than one element"});
+  expect_error([&] { auto e = TF::zeros({1, 3}).expand({2, 3}); e.copy_(TF::ones({2, 3})); }, {"copy_", "more than one element"});
+  CHECK(x.to_vector() == std::vector<float>{0, 1, 2, 3, 4});  // nothing was written
+  // The same view, disjoint views, and a clone are fine.
+  x.add_(x);
+  x.slice(0, 0, 2).copy_(x.slice(0, 3, 5));
+  auto v = x.slice(0, 1, 5);
+  v.copy_(x.slice(0, 0, 4).clone());
+  CHECK(x.to_vector() == std::vector<float>{6, 6, 8, 4, 6});
+  auto row = TF::ones({1, 4});
+  row.copy_(row.reshape({4}));  // the same elements, another shape
+}

@@ -354,10 +354,18 @@ TEST_CASE("optim: bad options and parameters are errors with PyTorch's wording")
   CHECK_THROWS_WITH_AS(SGDT<double>({{{pr.W}}, {{pr.b}, optim::SGDOptions{.lr = -2}}}),
                        doctest::Contains("Invalid learning rate: -2 (param group 1)"), frost::Error);
 
-  TD frozen = TD::zeros({2, 2});
-  CHECK_THROWS_WITH_AS(SGDT<double>({pr.W, frozen}),
-                       doctest::Contains("parameter 1 of param group 0 (shape [2, 2]) does not require grad"),
-                       frost::Error);
+  {
+    // A frozen parameter is taken (PyTorch's way to freeze a backbone) and
+    // left alone; unfrozen later, it trains.
+    TD frozen = TD::ones({2});
+    SGDT<double> opt({pr.W, frozen}, {.lr = 0.5, .weight_decay = 0.1});
+    opt.step();
+    CHECK(frozen.to_vector() == std::vector<double>{1, 1});
+    frozen.requires_grad_();
+    (frozen * 2.0).sum().backward();
+    opt.step();
+    check_close(frozen, {1 - 0.5 * 2.1, 1 - 0.5 * 2.1}, 1e-15, 1e-15);
+  }
   CHECK_THROWS_WITH_AS(SGDT<double>({{{pr.W, pr.b}}, {{pr.b}}}),
                        doctest::Contains("some parameters appear in more than one parameter group"), frost::Error);
   CHECK_THROWS_WITH_AS(SGDT<double>({pr.W, pr.W}), doctest::Contains("some parameters appear in more than one"),

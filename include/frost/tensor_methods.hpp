@@ -136,6 +136,7 @@ namespace detail {
 template <class T, class Raw, class Recorded>
 Tensor<T>& inplace(Tensor<T>& self, bool other_requires_grad, const char* op, Raw&& raw, Recorded&& recorded) {
   check_defined(self, op);
+  check_no_internal_overlap(self, op);
   if (is_grad_enabled() && (self.requires_grad() || other_requires_grad)) {
     FROST_CHECK(!(self.is_leaf() && self.requires_grad()), "frost::", op,
                 ": a leaf tensor that requires grad (shape ", self.shape().str(),
@@ -167,6 +168,7 @@ Tensor<T>& inplace_binary(Tensor<T>& self, const Tensor<T>& o, BinaryOp k, const
   check_same_device(self, o, op);
   FROST_CHECK(broadcast_shapes(self.shape(), o.shape(), op) == self.shape(), "frost::", op, ": operand of shape ",
               o.shape().str(), " does not broadcast to the tensor's shape ", self.shape().str());
+  check_no_partial_overlap(self, o, op);
   return inplace(
       self, o.requires_grad(), op,
       [&] { backend_for<T>(self.device()).binary(k, self.view_of(), broadcast_view(o, self.shape()), self.view_of(), T(0)); },
@@ -231,6 +233,8 @@ Tensor<T>& Tensor<T>::copy_(const Tensor& src) {
               shape().str(), " <- ", src.shape().str(), ") cannot be copied in place under autograd; use NoGradGuard");
   // Across devices (as PyTorch's dst.copy_(src)): move the source first.
   if (src.device() != device()) return copy_(src.detach().to(device()));
+  detail::check_no_internal_overlap(*this, "copy_");
+  detail::check_no_partial_overlap(*this, src, "copy_");
   backend_for<T>(device()).copy(detail::broadcast_view(src, shape()), view_of());
   detail::bump_version(*this);
   return *this;

@@ -46,6 +46,32 @@ inline Tensor<T> binary_raw(BinaryOp op, const Tensor<T>& a, const Tensor<T>& b,
   return y;
 }
 
+/// An in-place write into `t` must not reach one memory location from two
+/// elements (an expanded tensor: a dim of size > 1 with stride 0), or an
+/// element would be updated twice. PyTorch's internal-overlap rule.
+template <class T>
+inline void check_no_internal_overlap(const Tensor<T>& t, const char* op) {
+  for (int d = 0; d < t.dim(); ++d)
+    FROST_CHECK(t.shape()[d] <= 1 || t.strides()[d] != 0, "frost::", op, ": unsupported operation: more than one element ",
+                "of the written-to tensor (shape ", t.shape().str(), ", strides ", t.strides().str(),
+                ") refers to a single memory location; clone() it before writing in place");
+}
+
+/// An in-place write into `dst` that reads `src` must not read elements it
+/// has already overwritten: on the same memory, src must be dst's very view
+/// or lie apart from it. Decided, as in PyTorch, for dense (contiguous) views;
+/// other layouts are not checked.
+template <class T>
+inline void check_no_partial_overlap(const Tensor<T>& dst, const Tensor<T>& src, const char* op) {
+  if (dst.numel() == 0 || src.numel() == 0 || dst.impl()->storage.get() != src.impl()->storage.get()) return;
+  if (!dst.is_contiguous() || !src.is_contiguous()) return;
+  const std::int64_t a = dst.storage_offset(), b = src.storage_offset();
+  if (a == b && dst.numel() == src.numel()) return;  // the same elements: each is read before it is written
+  FROST_CHECK(a + dst.numel() <= b || b + src.numel() <= a, "frost::", op, ": unsupported operation: some elements of ",
+              "the input tensor (shape ", src.shape().str(), ") and the written-to tensor (shape ", dst.shape().str(),
+              ") refer to a single memory location; clone() the input first");
+}
+
 /// Marks an in-place write: autograd's saved-tensor check sees the new version.
 template <class T>
 inline void bump_version(const Tensor<T>& x) {

@@ -145,8 +145,9 @@ class OptimizerBase : public Optimizer {
       const Tensor<T>& p = g.params[i];
       FROST_CHECK(p.defined(), "frost::optim::", name_, ": parameter ", i, " of param group ", groups_.size(),
                   " is an undefined tensor");
-      FROST_CHECK(p.requires_grad(), "frost::optim::", name_, ": parameter ", i, " of param group ", groups_.size(),
-                  " (shape ", p.shape().str(), ") does not require grad; optimizers update tensors that require grad");
+      // A parameter that does not require grad (a frozen backbone) is taken,
+      // as in PyTorch: it has no gradient, so step() leaves it alone until it
+      // is unfrozen.
       FROST_CHECK(p.is_leaf(), "frost::optim::", name_, ": can't optimize a non-leaf Tensor (parameter ", i,
                   " of param group ", groups_.size(), ", shape ", p.shape().str(), ", produced by ", p.grad_fn_name(),
                   ")");
