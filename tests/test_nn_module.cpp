@@ -261,6 +261,25 @@ TEST_CASE("nn: Sequential forwards in order; printing follows PyTorch") {
         "Sequential(\n  (0): Linear(in_features=3, out_features=4, bias=True)\n  (1): Tanh()\n"
         "  (2): Linear(in_features=4, out_features=1, bias=True)\n  (3): Flatten(start_dim=0, end_dim=-1)\n)");
   CHECK_THROWS_WITH_AS(seq[7], doctest::Contains("index 7 is out of range for 4 modules"), IndexError);
+  CHECK(seq[-1].as<nn::Flatten>() != nullptr);  // from the end, as in PyTorch
+  CHECK(seq[-4].as<nn::Linear>() == l0);
+  CHECK_THROWS_WITH_AS(seq[-5], doctest::Contains("index -5 is out of range for 4 modules"), IndexError);
+}
+
+TEST_CASE("nn: a layer used twice is one module: listed, visited and optimised once, saved under both names") {
+  nn::Linear lin(3, 3);
+  nn::Sequential seq(lin, nn::ReLU(), lin);
+  CHECK(seq->children().size() == 2);
+  std::vector<std::string> names;
+  for (const auto& [n, m] : seq->named_modules()) names.push_back(n);
+  CHECK(names == std::vector<std::string>{"", "0", "1"});
+  int visits = 0;
+  seq->apply([&](nn::Module& m) { visits += m.as<nn::Linear>() != nullptr; });
+  CHECK(visits == 1);  // an init that rescales weights rescales them once
+  CHECK(seq->parameters().size() == 2);
+  const auto sd = seq->state_dict();
+  CHECK(sd.contains("0.weight"));
+  CHECK(sd.contains("2.weight"));
 }
 
 TEST_CASE("nn: Linear, Bilinear and activations in double pass gradchecks") {

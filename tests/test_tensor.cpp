@@ -123,6 +123,11 @@ TEST_CASE("tensor: arange linspace eye from") {
   check_close(TD::arange(0.5, 2.1, 0.4), {0.5, 0.9, 1.3, 1.7}, 1e-12, 1e-12);  // 2.1 excluded
   CHECK(TD::arange(5, 0, -1.5).to_vector() == std::vector<double>{5, 3.5, 2, 0.5});
   CHECK(TI::arange(-2, 3).to_vector() == std::vector<std::int64_t>{-2, -1, 0, 1, 2});
+  // Integer tensors truncate the step and the first value, as PyTorch 1.13 does.
+  CHECK(TI::arange(0, 5, 1.5).to_vector() == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+  CHECK(TI::arange(0.5, 4.5, 2).to_vector() == std::vector<std::int64_t>{0, 2});
+  CHECK(TI::arange(0, -5, -1.5).to_vector() == std::vector<std::int64_t>{0, -1, -2, -3, -4});
+  CHECK_THROWS_WITH_AS(TI::arange(0, 3, 0.5), doctest::Contains("step must be non-zero"), frost::Error);
   CHECK(TF::arange(3, 3).numel() == 0);
 
   check_close(TD::linspace(0, 1, 5), {0.0, 0.25, 0.5, 0.75, 1.0});

@@ -4,6 +4,7 @@
 // dict keys), so `features.0.weight` means the same in frost and PyTorch.
 #pragma once
 #include <concepts>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -82,11 +83,13 @@ class ModuleListImpl : public ModuleT<T> {
   }
   std::size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
-  const AnyModule<T>& operator[](std::size_t i) const {
-    if (FROST_UNLIKELY(i >= items_.size()))
+  /// Module i; a negative i counts from the end (seq[-1] is the last), as in PyTorch.
+  const AnyModule<T>& operator[](std::int64_t i) const {
+    const auto n = static_cast<std::int64_t>(items_.size());
+    if (FROST_UNLIKELY(i < -n || i >= n))
       frost::detail::fail_as<IndexError>("frost::nn::", this->type_name(), ": index ", i, " is out of range for ",
                                          items_.size(), " modules");
-    return items_[i];
+    return items_[static_cast<std::size_t>(i < 0 ? i + n : i)];
   }
   auto begin() const { return items_.begin(); }
   auto end() const { return items_.end(); }
@@ -163,7 +166,7 @@ class ModuleListT : public ModuleHolder<ModuleListImpl<T>> {
   template <class... H>
     requires(sizeof...(H) > 0 && (detail::Holder<H> && ...))
   explicit ModuleListT(H... m) : ModuleHolder<ModuleListImpl<T>>(std::make_shared<ModuleListImpl<T>>(std::move(m)...)) {}
-  const AnyModule<T>& operator[](std::size_t i) const { return this->get()[i]; }
+  const AnyModule<T>& operator[](std::int64_t i) const { return this->get()[i]; }
 };
 
 template <class T>
@@ -175,7 +178,7 @@ class SequentialT : public ModuleHolder<SequentialImpl<T>> {
   explicit SequentialT(H... m) : ModuleHolder<SequentialImpl<T>>(std::make_shared<SequentialImpl<T>>()) {
     (this->get().push_back(std::move(m)), ...);
   }
-  const AnyModule<T>& operator[](std::size_t i) const { return this->get()[i]; }
+  const AnyModule<T>& operator[](std::int64_t i) const { return this->get()[i]; }
 };
 
 template <class T>

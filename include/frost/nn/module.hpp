@@ -192,35 +192,45 @@ class ModuleT {
   /// named_index_buffers and in the state dict).
   std::vector<std::pair<std::string, TensorT>> named_buffers(bool recurse = true) const {
     std::vector<std::pair<std::string, TensorT>> out;
+    std::unordered_set<const void*> seen;
     visit("", recurse, [&](const std::string& prefix, const ModuleT& m) {
       for (const auto& b : m.buffers_)
-        if (b.t.defined()) out.push_back({prefix + b.name, b.t});
+        if (b.t.defined() && seen.insert(b.t.impl()).second) out.push_back({prefix + b.name, b.t});
     });
     return out;
   }
   std::vector<TensorT> buffers(bool recurse = true) const { return values(named_buffers(recurse)); }
   std::vector<std::pair<std::string, IndexTensor>> named_index_buffers(bool recurse = true) const {
     std::vector<std::pair<std::string, IndexTensor>> out;
+    std::unordered_set<const void*> seen;
     visit("", recurse, [&](const std::string& prefix, const ModuleT& m) {
       for (const auto& b : m.buffers_)
-        if (b.i.defined()) out.push_back({prefix + b.name, b.i});
+        if (b.i.defined() && seen.insert(b.i.impl()).second) out.push_back({prefix + b.name, b.i});
     });
     return out;
   }
 
-  std::vector<std::pair<std::string, std::shared_ptr<ModuleT>>> named_children() const { return children_; }
+  /// The direct submodules; one registered under two names (a layer used
+  /// twice in a Sequential) is listed once, under the first, as in PyTorch.
+  std::vector<std::pair<std::string, std::shared_ptr<ModuleT>>> named_children() const {
+    std::vector<std::pair<std::string, std::shared_ptr<ModuleT>>> out;
+    std::unordered_set<const ModuleT*> seen;
+    for (const auto& c : children_)
+      if (seen.insert(c.second.get()).second) out.push_back(c);
+    return out;
+  }
   std::vector<std::shared_ptr<ModuleT>> children() const {
     std::vector<std::shared_ptr<ModuleT>> out;
-    for (const auto& c : children_) out.push_back(c.second);
+    for (const auto& c : named_children()) out.push_back(c.second);
     return out;
   }
   /// Every module below this one, depth first, with dotted names ("" is this
-  /// module itself, listed first as in PyTorch).
+  /// module itself, listed first as in PyTorch); a module reached twice is
+  /// listed once, under its first name.
   std::vector<std::pair<std::string, ModuleT*>> named_modules() {
     std::vector<std::pair<std::string, ModuleT*>> out;
-    visit_mut("", [&](const std::string& prefix, ModuleT& m) {
-      out.push_back({prefix.empty() ? prefix : prefix.substr(0, prefix.size() - 1), &m});
-    });
+    std::unordered_set<const ModuleT*> seen;
+    collect_modules("", seen, out);
     return out;
   }
   std::vector<ModuleT*> modules() {
@@ -232,7 +242,7 @@ class ModuleT {
   /// Calls fn on every submodule, then on this module (PyTorch's order), so an
   /// `init_weights` function can switch on the layer type with `as<>()`.
   ModuleT& apply(const std::function<void(ModuleT&)>& fn) {
-    for (auto& c : children_) c.second->apply(fn);
+    for (auto& c : children()) c->apply(fn);  // a layer used twice here is visited once
     fn(*this);
     return *this;
   }
@@ -410,6 +420,13 @@ class ModuleT {
     if (recurse)
       for (const auto& [n, c] : children_) c->visit(prefix + n + ".", true, f);
   }
+  void collect_modules(const std::string& name, std::unordered_set<const ModuleT*>& seen,
+                       std::vector<std::pair<std::string, ModuleT*>>& out) {
+    if (!seen.insert(this).second) return;
+    out.push_back({name, this});
+    for (auto& [n, c] : children_) c->collect_modules(name.empty() ? n : name + "." + n, seen, out);
+  }
+
   template <class F>
   void visit_mut(const std::string& prefix, F&& f) {
     f(prefix, *this);

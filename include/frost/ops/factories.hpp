@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "common.hpp"
@@ -28,12 +29,16 @@ Tensor<T> Tensor<T>::from(const std::vector<T>& values, const Shape& shape) {
 
 template <class T>
 Tensor<T> Tensor<T>::arange(double start, double end, double step) {
-  FROST_CHECK(step != 0, "frost::arange: step must be non-zero");
+  // An integer tensor's step and first value are truncated to integers, as
+  // PyTorch's are: arange(0, 5, 1.5) is 0..4, and a step below 1 is none.
+  if constexpr (std::is_integral_v<T>) step = std::trunc(step);
+  FROST_CHECK(step != 0, "frost::arange: step must be non-zero (an integer tensor's is truncated)");
   FROST_CHECK(std::isfinite(start) && std::isfinite(end), "frost::arange: bounds must be finite, got ", start, " and ", end);
   FROST_CHECK((end - start) / step >= 0, "frost::arange: step ", step, " does not lead from ", start, " to ", end);
   const auto n = static_cast<std::int64_t>(std::ceil((end - start) / step));
+  const double first = std::is_integral_v<T> ? std::trunc(start) : start;
   auto y = empty({n});
-  for (std::int64_t i = 0; i < n; ++i) y.data()[i] = static_cast<T>(start + static_cast<double>(i) * step);
+  for (std::int64_t i = 0; i < n; ++i) y.data()[i] = static_cast<T>(first + static_cast<double>(i) * step);
   return y;
 }
 
