@@ -826,6 +826,67 @@ TEST_CASE("jit::compile: AdaptiveResNet gives eager's result on inputs taking ei
   CHECK(fast.stats().traces == 3);
 }
 
+TEST_CASE("jit::compile: plans follow the module's weights and layers; reset() after other state") {
+  manual_seed(17);
+  auto model = nn::make<guide::AdaptiveResNet>();
+  warm_batch_norm(model, {4, 3, 16, 16});
+  auto fast = jit::compile(*model);
+  const auto bright = T::randn({2, 3, 16, 16}) * 0.1f + 3.0f;
+  auto eager = [&](const T& x) {
+    InferenceMode im;
+    return model(x);
+  };
+  CHECK(close(fast(bright), eager(bright)));
+  CHECK(fast.stats().invalidations == 0);
+  // Weights written in place (fine-tuning, load_state_dict): traced again.
+  {
+    NoGradGuard ng;
+    model->conv1->bias.add_(T::ones({16}) * 0.5f);
+  }
+  CHECK(close(fast(bright), eager(bright)));
+  CHECK(fast.stats().invalidations == 1);
+  CHECK(fast.stats().traces == 2);
+  CHECK(close(fast(bright), eager(bright)));  // and cached again
+  CHECK(fast.stats().traces == 2);
+  // An optimizer step writes the weights too.
+  model->train();
+  optim::SGD opt(model->parameters(), {.lr = 0.01});
+  model(bright).sum().backward();
+  opt.step();
+  model->eval();
+  CHECK(close(fast(bright), eager(bright)));
+  CHECK(fast.stats().invalidations == 2);
+  // A plain member forward reads is a constant of the trace: reset() after changing it.
+  const float threshold = model->threshold;
+  model->threshold = 1e9f;  // every input now takes the deep branch in eager
+  fast.reset();
+  CHECK(close(fast(bright), eager(bright)));
+  model->threshold = threshold;
+}
+
+TEST_CASE("jit::compile: a layer appended at run time is traced in") {
+  manual_seed(18);
+  struct Dynamic : nn::Module {
+    nn::ModuleList layers = register_module("layers", nn::ModuleList(nn::Linear(4, 4)));
+    T forward(T x) {
+      for (const auto& l : *layers) x = l(x).relu();
+      return x;
+    }
+  };
+  auto m = nn::make<Dynamic>();
+  m->eval();
+  auto fast = jit::compile(*m);
+  const auto x = T::randn({3, 4});
+  auto eager = [&] {
+    InferenceMode im;
+    return m(x);
+  };
+  CHECK(close(fast(x), eager()));
+  m->layers->push_back(nn::Linear(4, 4));
+  CHECK(close(fast(x), eager()));
+  CHECK(fast.stats().invalidations == 1);
+}
+
 TEST_CASE("jit::compile: the cache is bounded") {
   auto mlp = guide::make_mlp();
   mlp->eval();

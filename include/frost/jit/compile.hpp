@@ -2,8 +2,15 @@
 // plan per specialisation (input shapes and guard outcomes). A call tries
 // the plans for its shapes, most recently used first; when every guard
 // rejects it, the call is traced again (that trace is the eager run that
-// answers it) and the new plan joins the bounded cache. Results are always
-// what eager evaluation-mode code returns.
+// answers it) and the new plan joins the bounded cache. Plans hold the
+// weights they were frozen with: a call first checks that the module's
+// parameters and buffers are the same tensors at the same versions (an
+// optimizer step, a load_state_dict or a move bumps them) and that no layer
+// was registered or replaced since, and traces again when one was. Results
+// are then what eager evaluation-mode code returns, as long as forward
+// reads no other state that changes: a plain C++ member (a threshold) is a
+// constant of the trace, as in torch.jit.trace; call reset() after changing
+// one. Writes through data() or under InferenceMode bump no version.
 #pragma once
 #include <algorithm>
 #include <memory>
@@ -22,6 +29,7 @@ struct CompileOptions {
 /// What a compiled callable did so far.
 struct CompileStats {
   std::int64_t calls = 0, traces = 0, guard_failures = 0, evictions = 0;
+  std::int64_t invalidations = 0;  // times the module's weights or layers changed under the plans
   std::size_t cached_plans = 0;
 };
 
@@ -36,6 +44,7 @@ class Compiled {
   Tensor<T> operator()(const Tensor<T>& x, const Rest&... rest) {
     const std::vector<Tensor<T>> inputs{x, rest...};
     std::int64_t traces_seen = 0;
+    drop_stale_plans();
     if (auto out = run_cached(inputs, traces_seen, true)) return *out;
     // No plan takes this input: trace it (an eager run) and keep the plan.
     // One trace at a time: a module on a device visits the host while it is
@@ -43,9 +52,19 @@ class Compiled {
     std::lock_guard<std::mutex> one_trace(trace_m_);
     if (traced_since(traces_seen))
       if (auto out = run_cached(inputs, traces_seen, false)) return *out;
+    bool stale;  // the cached plans were frozen from other weights
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stale = stats_.traces == 0 || weights_changed();
+    }
     auto plan = std::make_shared<Plan<T>>(freeze(*module_, x, rest...));
     auto out = plan->run_all(inputs);
     std::lock_guard<std::mutex> lock(m_);
+    if (stale) {
+      stats_.invalidations += !plans_.empty();
+      plans_.clear();
+    }
+    snapshot_weights();  // after the trace: a device module's weights come back from the host in new memory
     ++stats_.traces;
     plans_.insert(plans_.begin(), plan);
     if (plans_.size() > opt_.max_plans) {
@@ -53,6 +72,13 @@ class Compiled {
       ++stats_.evictions;
     }
     return out[0];
+  }
+
+  /// Drops every plan: the next call traces again (after changing state
+  /// forward reads that is not a parameter or buffer, such as a threshold).
+  void reset() {
+    std::lock_guard<std::mutex> lock(m_);
+    plans_.clear();
   }
 
   CompileStats stats() const {
@@ -102,12 +128,66 @@ class Compiled {
     if (it != plans_.end()) std::rotate(plans_.begin(), it, it + 1);
   }
 
+  /// A tensor of the module as the plans froze it.
+  struct Stamp {
+    const void* storage;
+    std::uint32_t version;
+  };
+  template <class U>
+  static Stamp stamp_of(const Tensor<U>& t) {
+    return {t.impl()->storage.get(), t.impl()->storage->version};
+  }
+  auto& module_ref() const {
+    if constexpr (nn::detail::Holder<M>) return **module_;
+    else return *module_;
+  }
+  /// Lists the module's parameters and buffers and their stamps (m_ held).
+  void snapshot_weights() {
+    const auto& m = module_ref();
+    weights_ = m.parameters();
+    for (auto& b : m.buffers()) weights_.push_back(b);
+    index_weights_.clear();
+    for (auto& [n, b] : m.named_index_buffers()) index_weights_.push_back(b);
+    stamps_.clear();
+    for (const auto& w : weights_) stamps_.push_back(stamp_of(w));
+    for (const auto& w : index_weights_) stamps_.push_back(stamp_of(w));
+    structure_ = m.structure_stamp();
+  }
+  /// Whether a layer was registered or a weight written since the snapshot (m_ held).
+  bool weights_changed() const {
+    if (module_ref().structure_stamp() != structure_) return true;
+    std::size_t k = 0;
+    for (const auto& w : weights_) {
+      const Stamp s = stamp_of(w);
+      if (s.storage != stamps_[k].storage || s.version != stamps_[k].version) return true;
+      ++k;
+    }
+    for (const auto& w : index_weights_) {
+      const Stamp s = stamp_of(w);
+      if (s.storage != stamps_[k].storage || s.version != stamps_[k].version) return true;
+      ++k;
+    }
+    return false;
+  }
+  /// Plans frozen from weights that have changed since answer nothing: drop them.
+  void drop_stale_plans() {
+    std::lock_guard<std::mutex> lock(m_);
+    if (plans_.empty() || !weights_changed()) return;
+    plans_.clear();
+    ++stats_.invalidations;
+  }
+
   M* module_;
   CompileOptions opt_;
   mutable std::mutex m_;
   std::mutex trace_m_;  // held while tracing (taken before m_, never inside it)
   std::vector<std::shared_ptr<Plan<T>>> plans_;  // most recently used first
   CompileStats stats_;
+  // The module's weights when the cached plans were frozen (guarded by m_).
+  std::vector<Tensor<T>> weights_;
+  std::vector<IndexTensor> index_weights_;
+  std::vector<Stamp> stamps_;
+  std::uint64_t structure_ = 0;
 };
 
 /// A callable running `module` through frozen plans, specialised per input

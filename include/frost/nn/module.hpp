@@ -126,6 +126,7 @@ class ModuleT {
   /// registry. An undefined tensor registers nothing (PyTorch's `None`).
   TensorT register_parameter(const std::string& name, TensorT t, bool requires_grad = true) {
     check_new_name(name, "register_parameter");
+    ++structure_version_;
     if (!t.defined()) return t;
     FROST_CHECK(t.is_leaf(), "frost::nn::Module::register_parameter: '", name,
                 "' is the result of an op (it has history); register a leaf, e.g. t.detach()");
@@ -137,12 +138,14 @@ class ModuleT {
   /// (running statistics). Non-persistent buffers stay out of the state dict.
   TensorT register_buffer(const std::string& name, TensorT t, bool persistent = true) {
     check_new_name(name, "register_buffer");
+    ++structure_version_;
     if (t.defined()) buffers_.push_back({name, t, {}, persistent});
     return t;
   }
   /// An int64 buffer (BatchNorm's num_batches_tracked).
   IndexTensor register_buffer(const std::string& name, IndexTensor t, bool persistent = true) {
     check_new_name(name, "register_buffer");
+    ++structure_version_;
     if (t.defined()) buffers_.push_back({name, {}, t, persistent});
     return t;
   }
@@ -156,6 +159,7 @@ class ModuleT {
                   "frost::nn::register_module: the submodule's element type differs from its parent's");
     FROST_CHECK(!module.is_empty(), "frost::nn::Module::register_module: '", name, "' is an empty handle");
     children_.push_back({name, std::static_pointer_cast<ModuleT<T>>(module.ptr())});
+    ++structure_version_;
     return module;
   }
   /// PyTorch's add_module: register_module under another name.
@@ -171,9 +175,18 @@ class ModuleT {
     for (auto& c : children_)
       if (c.first == name) {
         c.second = std::static_pointer_cast<ModuleT<T>>(module.ptr());
+        ++structure_version_;
         return module;
       }
     frost::detail::fail("frost::nn::Module::replace_module: no submodule named '", name, "' in ", type_name());
+  }
+
+  /// Changes with every registration in this module or below (a layer
+  /// appended or replaced): jit::compile traces again when it moves.
+  std::uint64_t structure_stamp() const {
+    std::uint64_t h = reinterpret_cast<std::uintptr_t>(this) ^ (structure_version_ * 0x9E3779B97F4A7C15ull);
+    for (const auto& c : children_) h = (h * 1099511628211ull) ^ c.second->structure_stamp();
+    return h;
   }
 
   // ---- traversal ------------------------------------------------------
@@ -444,6 +457,7 @@ class ModuleT {
   std::vector<Buffer> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<ModuleT>>> children_;
   bool training_ = true;
+  std::uint64_t structure_version_ = 0;  // registrations in this module
 };
 
 using Module = ModuleT<float>;
