@@ -157,16 +157,14 @@ class Compiled {
   bool weights_changed() const {
     if (module_ref().structure_stamp() != structure_) return true;
     std::size_t k = 0;
-    for (const auto& w : weights_) {
-      const Stamp s = stamp_of(w);
-      if (s.storage != stamps_[k].storage || s.version != stamps_[k].version) return true;
-      ++k;
-    }
-    for (const auto& w : index_weights_) {
-      const Stamp s = stamp_of(w);
-      if (s.storage != stamps_[k].storage || s.version != stamps_[k].version) return true;
-      ++k;
-    }
+    auto moved = [&](const auto& w) {
+      const Stamp now = stamp_of(w), then = stamps_[k++];
+      return now.storage != then.storage || now.version != then.version;
+    };
+    for (const auto& w : weights_)
+      if (moved(w)) return true;
+    for (const auto& w : index_weights_)
+      if (moved(w)) return true;
     return false;
   }
   /// Plans frozen from weights that have changed since answer nothing: drop them.
