@@ -301,6 +301,10 @@ TEST_CASE("errors: factory arguments") {
   expect_error([&] { (void)TF::linspace(0, 1, -1); }, {"linspace", "-1"});
   expect_error([&] { (void)TF::eye(-1); }, {"eye", "-1"});
   expect_error([&] { (void)TI::randint(3, 3, {2}); }, {"randint", "[3, 3)"});
+  constexpr std::int64_t p53 = std::int64_t(1) << 53;
+  expect_error([&] { (void)TI::randint(p53 + 1, p53 + 2, {2}); }, {"randint", "53 bits"});  // would round to 2^53
+  expect_error([&] { (void)TI::randint(-p53, p53, {2}); }, {"randint", "width of at most 2^53"});
+  for (auto v : TI::randint(p53 - 2, p53, {64}).to_vector()) CHECK((v == p53 - 2 || v == p53 - 1));
   expect_error([&] { (void)frost::bernoulli(1.5); }, {"bernoulli", "1.5"});
   expect_error([&] { (void)TF::ones({2}).clamp(1.0f, 0.0f); }, {"clamp", "bound"});
   expect_error([&] { (void)TF::ones({4}).split(0); }, {"split", "positive"});

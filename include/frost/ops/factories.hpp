@@ -84,6 +84,12 @@ Tensor<T> Tensor<T>::randn(const Shape& shape, Generator* gen) {
 template <class T>
 Tensor<T> Tensor<T>::randint(std::int64_t low, std::int64_t high, const Shape& shape, Generator* gen) {
   FROST_CHECK(low < high, "frost::randint: expects low < high, got [", low, ", ", high, ")");
+  // The draw (one Philox routine for every device) maps a 53-bit uniform onto
+  // the range in double: bounds beyond 2^53 would round (draws left [low,
+  // high)), and a wider range would skip values.
+  constexpr std::int64_t exact = std::int64_t(1) << 53;
+  FROST_CHECK(low >= -exact && high <= exact && high - low <= exact, "frost::randint: the range [", low, ", ", high,
+              ") needs more than the draw's 53 bits (expected bounds and a width of at most 2^53)");
   return detail::draw<T>(shape, gen, philox::Dist::randint, static_cast<double>(low), static_cast<double>(high));
 }
 
