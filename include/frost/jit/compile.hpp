@@ -44,7 +44,6 @@ class Compiled {
   Tensor<T> operator()(const Tensor<T>& x, const Rest&... rest) {
     const std::vector<Tensor<T>> inputs{x, rest...};
     std::int64_t traces_seen = 0;
-    drop_stale_plans();
     if (auto out = run_cached(inputs, traces_seen, true)) return *out;
     // No plan takes this input: trace it (an eager run) and keep the plan.
     // One trace at a time: a module on a device visits the host while it is
@@ -113,6 +112,11 @@ class Compiled {
     std::lock_guard<std::mutex> lock(m_);
     traces = stats_.traces;
     stats_.calls += new_call;
+    // Plans frozen from weights that have changed since answer nothing.
+    if (new_call && !plans_.empty() && weights_changed()) {
+      plans_.clear();
+      ++stats_.invalidations;
+    }
     std::vector<std::shared_ptr<Plan<T>>> out;
     for (const auto& p : plans_) {
       const auto& shapes = p->graph().input_shapes;
@@ -166,13 +170,6 @@ class Compiled {
     for (const auto& w : index_weights_)
       if (moved(w)) return true;
     return false;
-  }
-  /// Plans frozen from weights that have changed since answer nothing: drop them.
-  void drop_stale_plans() {
-    std::lock_guard<std::mutex> lock(m_);
-    if (plans_.empty() || !weights_changed()) return;
-    plans_.clear();
-    ++stats_.invalidations;
   }
 
   M* module_;

@@ -413,10 +413,10 @@ template <bool is_max>
 struct ExtremumOf2Op {
   static constexpr const char* name = is_max ? "maximum" : "minimum";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b) const {
+    // Each side's share: 1, less 1 where the other wins and 1/2 on a tie.
     const auto half_tie = (a == b) * T(0.5);
-    const auto a_wins = is_max ? a > b : a < b, b_wins = is_max ? a < b : a > b;
-    if (g.needs(0)) g[0] = sum_to(dy * (T(1) - b_wins - half_tie), a.shape());
-    if (g.needs(1)) g[1] = sum_to(dy * (T(1) - a_wins - half_tie), b.shape());
+    if (g.needs(0)) g[0] = sum_to(dy * (T(1) - (is_max ? a < b : a > b) - half_tie), a.shape());
+    if (g.needs(1)) g[1] = sum_to(dy * (T(1) - (is_max ? a > b : a < b) - half_tie), b.shape());
   }
 };
 using MaximumOp = ExtremumOf2Op<true>;
