@@ -65,9 +65,10 @@ class CudaBackend final : public Backend<T> {
     const View<const T>* in[1] = {&x};
     launch_map<T, 1>(ctx("copy"), y, in, CopyFn<T>{}, "copy");
   }
-  void cast(const View<const float>& x, const View<T>& y) override { launch_cast(ctx("cast"), x, y); }
-  void cast(const View<const double>& x, const View<T>& y) override { launch_cast(ctx("cast"), x, y); }
-  void cast(const View<const std::int64_t>& x, const View<T>& y) override { launch_cast(ctx("cast"), x, y); }
+#define FROST_CUDA_CAST(S, e, name, st) \
+  void cast(const View<const S>& x, const View<T>& y) override { launch_cast(ctx("cast"), x, y); }
+  FROST_FOR_EACH_DTYPE(FROST_CUDA_CAST)
+#undef FROST_CUDA_CAST
   void fill(const View<T>& y, T value) override {
     const View<const T>* in[1] = {nullptr};
     launch_map<T, 0>(ctx("fill"), y, in, FillFn<T>{value}, "fill");
@@ -179,13 +180,15 @@ class CudaBackend final : public Backend<T> {
   void scatter_add(const View<T>& y, int dim, const View<const std::int64_t>& index,
                    const View<const T>& src) override {
     const char* op = "scatter_add";
+    if constexpr (!has_atomic_add<T>) this->unsupported(op);  // no atomic add of 1- or 2-byte values or bool
     Context& cx = ctx(op);
     const std::int64_t n = index.numel();
     if (n == 0) return;
     const IndexGeom g = index_geom(index.shape, dim, src.strides, index.strides, y.strides);
     unsigned long long* flag = index_flag(cx, op);
-    scatter_add_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(n, g, y.shape[dim], src.data,
-                                                                                 index.data, y.data, flag);
+    if constexpr (has_atomic_add<T>)
+      scatter_add_kernel<T><<<grid_for(n, cx.sm_count), kThreads, 0, cx.current()>>>(n, g, y.shape[dim], src.data,
+                                                                                   index.data, y.data, flag);
     check_index(cx, op, flag, dim, y.shape[dim]);
   }
 

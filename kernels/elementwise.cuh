@@ -169,7 +169,7 @@ void launch_cast(const Launch& L, const View<const X>& x, const View<Y>& y) {
 template <class T>
 __global__ void random_kernel(std::int64_t n, Strided<1> g, T* y, philox::Dist dist, std::uint64_t seed,
                               std::uint64_t offset, double lo, double hi) {
-  using S = std::conditional_t<sizeof(T) == 4, float, double>;
+  using S = philox::draw_type<T>;
   const std::int64_t step = std::int64_t(gridDim.x) * blockDim.x;
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     std::int64_t off[1];

@@ -100,6 +100,10 @@ __global__ void gather_kernel(std::int64_t n, IndexGeom g, std::int64_t size, co
 
 __device__ inline void atomic_add(float* p, float v) { atomicAdd(p, v); }
 __device__ inline void atomic_add(double* p, double v) { atomicAdd(p, v); }
+__device__ inline void atomic_add(std::int32_t* p, std::int32_t v) { atomicAdd(reinterpret_cast<int*>(p), static_cast<int>(v)); }
+/// The element types scatter_add_kernel adds atomically.
+template <class T>
+inline constexpr bool has_atomic_add = FloatScalar<T> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::int32_t>;
 __device__ inline void atomic_add(std::int64_t* p, std::int64_t v) {
   // Two's complement: an unsigned add wraps to the same bits.
   atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));

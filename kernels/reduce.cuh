@@ -184,7 +184,7 @@ struct ArgBest {
 
 template <class T>
 __device__ inline bool is_nan(T v) {
-  if constexpr (std::is_floating_point_v<T>) return v != v;
+  if constexpr (FloatingScalar<T>) return v != v;
   else return false;
 }
 

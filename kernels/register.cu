@@ -22,9 +22,9 @@ void register_all() {
 
 struct Registrar {
   Registrar() {
-    register_all<float>();
-    register_all<double>();
-    register_all<std::int64_t>();
+#define FROST_CUDA_REGISTER(S, e, name, st) register_all<S>();
+    FROST_FOR_EACH_DTYPE(FROST_CUDA_REGISTER)
+#undef FROST_CUDA_REGISTER
     // Never destroyed, like the contexts: a plan destroyed during static
     // destruction still reaches it through the slot.
     static CudaRuntime* runtime = new CudaRuntime;

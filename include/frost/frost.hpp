@@ -16,6 +16,7 @@
 #pragma once
 
 #include "tensor.hpp"  // first: it pulls in autograd and the ops in order
+#include "any_tensor.hpp"
 #include "core/device_runtime.hpp"
 #include "io/module_io.hpp"
 #include "io/print.hpp"

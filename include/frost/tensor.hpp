@@ -27,6 +27,7 @@ template <class T>
 struct Node;
 template <class T>
 class Tensor;
+class AnyTensor;
 
 /// What a Tensor handle points to. Views share `storage`.
 template <class T>
@@ -58,7 +59,8 @@ struct ValuesIndices;
 /// \endcode
 template <class T>
 class Tensor {
-  static_assert(Scalar<T>, "frost::Tensor<T>: T must be float, double or std::int64_t");
+  static_assert(Scalar<T>, "frost::Tensor<T>: T must be bool, std::uint8_t, std::int8_t, std::int16_t, std::int32_t, "
+                           "std::int64_t, frost::half, frost::bfloat16, float or double");
 
  public:
   using value_type = T;
@@ -245,10 +247,14 @@ class Tensor {
   Tensor& operator/=(T c) { return mul_(T(1) / c); }
 
   // ---- conversion -----------------------------------------------------
-  /// A copy with element type U. Between float and double the gradient flows
-  /// back, cast to this tensor's dtype; to or from int64 there is none.
+  /// A copy with element type U, converted as PyTorch does (fn::cast: to
+  /// integers truncated toward zero, narrower integers wrapped, 16-bit floats
+  /// rounded to nearest even). Between float and double the gradient flows
+  /// back, cast to this tensor's dtype; to or from other dtypes there is none.
   template <class U>
   Tensor<U> to() const;
+  /// A copy with dtype d, as an AnyTensor (any_tensor.hpp).
+  AnyTensor to(DType d) const;
   /// This tensor on device `d` (itself when already there); gradients flow
   /// back across the move. CUDA needs the frost::cuda CMake target.
   Tensor to(Device d) const;

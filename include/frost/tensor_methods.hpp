@@ -1,6 +1,7 @@
 // Tensor<T> member functions that forward to the free ops, plus element
 // access, in-place updates and backward.
 #pragma once
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -31,7 +32,14 @@ std::vector<T> Tensor<T>::to_vector(frost::detail::SourceLocation loc) const {
   detail::check_defined(*this, "to_vector");
   if (detail::tracing()) detail::trace_hooks->on_host_read(detail::raw_view(*this), detail::HostRead::to_vector, &loc);
   std::vector<T> out(static_cast<std::size_t>(numel()));
-  detail::read_to_host(*this, out.data());
+  if constexpr (std::is_same_v<T, bool>) {
+    // std::vector<bool> packs bits: read into bools, then copy.
+    std::unique_ptr<bool[]> tmp(new bool[out.size()]);
+    detail::read_to_host(*this, tmp.get());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = tmp[i];
+  } else {
+    detail::read_to_host(*this, out.data());
+  }
   return out;
 }
 
@@ -50,8 +58,10 @@ Tensor<T>::operator bool() const {
 template <class T>
 Tensor<T>& Tensor<T>::requires_grad_(bool on) {
   detail::check_defined(*this, "requires_grad_");
-  FROST_CHECK(FloatScalar<T> || !on, "frost::requires_grad_: only floating-point tensors can require grad, this one is ",
-              dtype_name<T>());
+  FROST_CHECK(FloatScalar<T> || !on, "frost::requires_grad_: a tensor of dtype ", dtype_name<T>(), " (shape ",
+              shape().str(), ") cannot require grad: ",
+              FloatingScalar<T> ? "frost's autograd runs in float32 and float64 (convert with to<float>())"
+                                : "only floating-point tensors can");
   FROST_CHECK(is_leaf() || on, "frost::requires_grad_: cannot turn off requires_grad on a non-leaf tensor; use detach()");
   impl_->requires_grad = on;
   return *this;
@@ -68,7 +78,7 @@ void Tensor<T>::backward(const Tensor& grad, bool retain_graph, bool create_grap
   // As in PyTorch (and autograd::grad), create_graph retains the graph: the
   // gradient's history runs through it.
   if constexpr (FloatScalar<T>) autograd::run_backward<T>({*this}, {grad}, retain_graph || create_graph, create_graph);
-  else detail::fail("frost::backward: int64 tensors have no gradient");
+  else detail::fail("frost::backward: ", dtype_name<T>(), " tensors have no gradient");
 }
 
 // ---- forwarding ---------------------------------------------------------

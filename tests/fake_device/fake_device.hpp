@@ -111,9 +111,10 @@ class Backend final : public frost::Backend<T> {
   void copy(const View<const T>& x, const View<T>& y) override {
     run("copy", {x.data, y.data}, [&] { cpu().copy(x, y); });
   }
-  void cast(const View<const float>& x, const View<T>& y) override { cast_from(x, y); }
-  void cast(const View<const double>& x, const View<T>& y) override { cast_from(x, y); }
-  void cast(const View<const std::int64_t>& x, const View<T>& y) override { cast_from(x, y); }
+#define FROST_FAKE_CAST(S, e, name, st) \
+  void cast(const View<const S>& x, const View<T>& y) override { cast_from(x, y); }
+  FROST_FOR_EACH_DTYPE(FROST_FAKE_CAST)
+#undef FROST_FAKE_CAST
   void fill(const View<T>& y, T value) override {
     run("fill", {y.data}, [&] { cpu().fill(y, value); });
   }
@@ -236,9 +237,9 @@ class Backend final : public frost::Backend<T> {
 inline void install() {
   static const bool done = [] {
     for (int i = 0; i < 2; ++i) {
-      register_backend<float>(Device::cuda(i), new Backend<float>(i));
-      register_backend<double>(Device::cuda(i), new Backend<double>(i));
-      register_backend<std::int64_t>(Device::cuda(i), new Backend<std::int64_t>(i));
+#define FROST_FAKE_REGISTER(S, e, name, st) register_backend<S>(Device::cuda(i), new Backend<S>(i));
+      FROST_FOR_EACH_DTYPE(FROST_FAKE_REGISTER)
+#undef FROST_FAKE_REGISTER
     }
     return true;
   }();

@@ -6,8 +6,8 @@
 // CUDA Graph while another thread runs eager work), plans frozen with
 // allow_tf32 or quantize_linear, Plan::profile's event timing, and batch
 // norm's counter and clip_grad_norm_ kept on the device, modules on the
-// device frozen and compiled (traced on the host). Each case reports
-// "skipped: no CUDA device" where no GPU is visible.
+// device frozen and compiled (traced on the host), every dtype's casts.
+// Each case reports "skipped: no CUDA device" where no GPU is visible.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../../examples/research_model.hpp"
+#include "../dtype_parity.hpp"
 #include "gpu_support.hpp"
 
 namespace {
@@ -35,6 +36,11 @@ struct Pair2 {
 }  // namespace
 
 TEST_SUITE("cuda") {
+
+TEST_CASE("cuda: every dtype's factories and casts between every pair (cast_kernel) equal the CPU's, bit for bit") {
+  if (no_gpu()) return;
+  frost::test::every_dtype_on(kCuda);
+}
 
 TEST_CASE("cuda: batch norm through cuDNN matches the CPU in double (training, running stats, gradients, eval)") {
   if (no_gpu()) return;

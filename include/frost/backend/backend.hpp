@@ -13,6 +13,7 @@
 #include "../core/optim_step.hpp"
 #include "../core/philox.hpp"
 #include "../core/storage.hpp"
+#include "../core/trace_hooks.hpp"
 #include "view.hpp"
 
 namespace frost {
@@ -291,18 +292,14 @@ struct Backend {
   /// y = x converted to T elementwise (fn::cast: Tensor::to<T>), from each
   /// of frost's dtypes; x has y's shape and any strides, on this device.
   /// (Traced, a plan's cast step: jit/tracer.hpp.)
-  virtual void cast(const View<const float>& x, const View<T>& y) {
-    (void)x, (void)y;
-    unsupported("cast");
+  /// One overload per source dtype (FROST_FOR_EACH_DTYPE).
+#define FROST_BACKEND_CAST(S, e, name, st)                    \
+  virtual void cast(const View<const S>& x, const View<T>& y) { \
+    (void)x, (void)y;                                         \
+    unsupported("cast");                                      \
   }
-  virtual void cast(const View<const double>& x, const View<T>& y) {
-    (void)x, (void)y;
-    unsupported("cast");
-  }
-  virtual void cast(const View<const std::int64_t>& x, const View<T>& y) {
-    (void)x, (void)y;
-    unsupported("cast");
-  }
+  FROST_FOR_EACH_DTYPE(FROST_BACKEND_CAST)
+#undef FROST_BACKEND_CAST
 
   // Moving bytes between the host and this device. The CPU backend's are
   // plain copies; a device backend's are synchronous with its stream.
@@ -321,7 +318,8 @@ struct Backend {
   /// Arithmetic asked of index tensors (every backend refuses it the same way).
   [[noreturn]] static void math_unsupported(const char* op) {
     detail::fail("frost::", op, ": not defined for ", dtype_name<T>(),
-                 " tensors (index tensors support creation, views, copies and indexing; convert with to<float>())");
+                 " tensors (", dtype_name<T>(), " tensors support creation, views, copies, casts and indexing; "
+                 "convert with to<float>())");
   }
 };
 
@@ -363,6 +361,14 @@ inline Backend<T>& backend_for(Device d) {
                 d.str(), "; a trace runs on the CPU, so make tensors where the inputs are (e.g. zeros(shape, "
                 "x.device()))");
     return *detail::tracing_backend<T>;
+  }
+  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double> && !std::is_same_v<T, std::int64_t>) {
+    // A plan's steps are float32, float64 or int64 (the tracer installs
+    // those three): refused rather than run unrecorded, which would leave
+    // the plan without the work.
+    FROST_CHECK(!detail::tracing(), "frost::jit::trace: the traced code used a ", dtype_name<T>(),
+                " tensor; a frozen plan holds float32, float64 and int64 values only (keep ", dtype_name<T>(),
+                " work outside the traced forward, or convert with to<float>() / to<std::int64_t>() before it)");
   }
   if (FROST_LIKELY(d.is_cpu())) return cpu_backend<T>();
   FROST_CHECK(d.index >= 0 && d.index < kMaxCudaDevices, "frost: ", d.str(),

@@ -163,18 +163,47 @@ FROST_HOST_DEVICE inline T binary(BinaryOp op, T a, T b, T p) {
   return a;
 }
 
-/// x as U (Tensor::to<U>), as static_cast, with what C++ leaves undefined
-/// defined the same on every device: a float NaN becomes int64's lowest value
-/// (what x86's and CUDA's conversions give, so PyTorch's casts too), and
-/// floats beyond int64's range saturate.
+/// A floating x truncated toward zero into the signed integer I (int32 or
+/// int64), with what C++ leaves undefined defined the same on every device:
+/// NaN is I's lowest value (what x86's and CUDA's conversions give, so
+/// PyTorch's casts too), values beyond I's range saturate.
+template <class I, class F>
+FROST_HOST_DEVICE inline I float_to_int(F x) {
+  constexpr F hi = F(sizeof(I) == 8 ? 9223372036854775808.0 : 2147483648.0);  // 2^63 / 2^31: exact in float
+  if (x != x) return sizeof(I) == 8 ? I(INT64_MIN) : I(INT32_MIN);
+  if (x >= hi) return sizeof(I) == 8 ? I(INT64_MAX) : I(INT32_MAX);
+  if (x < -hi) return sizeof(I) == 8 ? I(INT64_MIN) : I(INT32_MIN);
+  return static_cast<I>(x);
+}
+
+/// x as U (Tensor::to<U>), PyTorch's conversions defined on every device:
+/// - to bool: x != 0 (NaN is true); from bool: 0 or 1;
+/// - floating to int64 / int32: truncated toward zero (float_to_int: NaN the
+///   lowest value, saturated beyond the range); to int16 / int8 / uint8:
+///   truncated into int32, then wrapped (two's complement) as PyTorch's CPU
+///   does, so uint8(-1.0) is 255 and uint8(300.0) is 44;
+/// - integer to narrower integer: wrapped; integer to floating: rounded;
+/// - to and from float16 / bfloat16: through float (as c10::Half does, so a
+///   double rounds twice), to nearest even, overflowing to infinity.
 template <class U, class T>
 FROST_HOST_DEVICE inline U cast(T x) {
-  if constexpr (std::is_same_v<U, std::int64_t> && !std::is_same_v<T, std::int64_t>) {
-    if (x != x) return INT64_MIN;
-    if (x >= T(9223372036854775808.0)) return INT64_MAX;  // 2^63, exact in float and double
-    if (x < T(-9223372036854775808.0)) return INT64_MIN;
+  if constexpr (std::is_same_v<U, T>) {
+    return x;
+  } else if constexpr (std::is_same_v<U, bool>) {
+    if constexpr (std::is_integral_v<T> || std::is_floating_point_v<T>) return x != T(0);
+    else return static_cast<float>(x) != 0.0f;  // half / bfloat16
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return U(x ? 1 : 0);
+  } else if constexpr (!std::is_integral_v<T> && !std::is_floating_point_v<T>) {  // from half / bfloat16
+    return cast<U>(static_cast<float>(x));
+  } else if constexpr (!std::is_integral_v<U> && !std::is_floating_point_v<U>) {  // to half / bfloat16
+    return U(static_cast<float>(x));
+  } else if constexpr (std::is_integral_v<U> && std::is_floating_point_v<T>) {
+    if constexpr (sizeof(U) == 8) return float_to_int<std::int64_t>(x);
+    else return static_cast<U>(float_to_int<std::int32_t>(x));
+  } else {
+    return static_cast<U>(x);
   }
-  return static_cast<U>(x);
 }
 
 }  // namespace fn

@@ -4,6 +4,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "macros.hpp"
 
@@ -51,9 +52,15 @@ FROST_HOST_DEVICE inline double to_double01(std::uint32_t a, std::uint32_t b) {
 /// What a draw produces; each element i uses Philox block (offset + i / per_block).
 enum class Dist : std::uint8_t { uniform, normal, bernoulli, randint };
 
+/// The type a draw for element type T computes in: float for float and the
+/// types narrower than 4 bytes, double for double and the 4- and 8-byte
+/// integers (an int32 randint may span 2^32 values, more than float's 24 bits).
+template <class T>
+using draw_type = std::conditional_t<(sizeof(T) < 4 || std::is_same_v<T, float>), float, double>;
+
 /// Elements produced per Philox block for type T.
 template <class T>
-FROST_HOST_DEVICE constexpr int per_block() { return sizeof(T) == 4 ? 4 : 2; }
+FROST_HOST_DEVICE constexpr int per_block() { return sizeof(draw_type<T>) == 4 ? 4 : 2; }
 
 /// A uniform u in [0, 1) as a draw in [lo, hi): one explicit fma. A compiler
 /// may contract lo + (hi - lo) u into one or not (GCC does from -O2 on, nvcc

@@ -21,7 +21,9 @@ struct PrintFormat {
 template <class T>
 std::string format_value(T v, const PrintFormat& f) {
   char buf[64];
-  if constexpr (std::is_integral_v<T>) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v ? "True" : "False";
+  } else if constexpr (std::is_integral_v<T>) {
     std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
   } else {
     const double d = static_cast<double>(v);
@@ -70,7 +72,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor<T>& x) {
   if (!x.defined()) return os << "tensor(undefined)";
   const std::vector<T> v = x.to_vector();
   detail::PrintFormat f;
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (FloatingScalar<T>) {
     double mx = 0, mn = INFINITY;
     bool integral = true;
     for (T e : v) {

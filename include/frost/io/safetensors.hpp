@@ -26,6 +26,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "../any_tensor.hpp"
 #include "../tensor.hpp"
 
 namespace frost {
@@ -70,27 +71,31 @@ inline const DTypeDesc* find_dtype(std::string_view name) {
   return nullptr;
 }
 
+/// The file's name for frost's dtype d ("F32", "BOOL", ...).
+constexpr std::string_view dtype_string(DType d) {
+  switch (d) {
+#define FROST_ST_NAME(type, e, name, st) \
+  case DType::e: return st;
+    FROST_FOR_EACH_DTYPE(FROST_ST_NAME)
+#undef FROST_ST_NAME
+  }
+  return "?";
+}
 template <Scalar T>
 constexpr std::string_view dtype_string() {
-  if constexpr (std::same_as<T, float>) return "F32";
-  else if constexpr (std::same_as<T, double>) return "F64";
-  else return "I64";
+  return dtype_string(dtype_of<T>());
 }
 
-/// IEEE binary16 to float (exact: every half is a float).
-inline float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  if (exp == 0) {  // zero or subnormal: mant * 2^-24
-    const float f = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -f : f;
-  }
-  const std::uint32_t bits = exp == 31 ? (sign | 0x7f800000u | (mant << 13)) : (sign | ((exp + 112) << 23) | (mant << 13));
-  return std::bit_cast<float>(bits);
+/// frost's dtype stored exactly as the file's `name`; false for U16, U32,
+/// U64 (no frost dtype: they load as int64) and the F8 formats.
+inline bool exact_dtype(std::string_view name, DType& out) {
+  for (int i = 0; i < kDTypeCount; ++i)
+    if (dtype_string(static_cast<DType>(i)) == name) {
+      out = static_cast<DType>(i);
+      return true;
+    }
+  return false;
 }
-
-/// bfloat16 is the top half of a float.
-inline float bf16_to_float(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
 
 /// Reads element i of type U from unaligned bytes.
 template <class U>
@@ -98,11 +103,6 @@ U load(const std::uint8_t* p, std::int64_t i) {
   U v;
   std::memcpy(&v, p + static_cast<std::size_t>(i) * sizeof(U), sizeof(U));
   return v;
-}
-
-template <class U, class T, class F>
-void convert(const std::uint8_t* src, T* dst, std::int64_t n, F&& f) {
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(f(load<U>(src, i)));
 }
 
 }  // namespace detail::safetensors
@@ -157,16 +157,18 @@ class SafetensorsFile {
   /// The "__metadata__" string map (empty when the file has none).
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
-  /// A fresh CPU tensor holding `name`. Floating dtypes (F16, BF16, F32,
-  /// F64) load as float or double; integer dtypes (BOOL, U8, I8, I16, U16,
-  /// I32, U32, I64, and U64 values that fit) load as int64. Crossing between
-  /// floating and integer is an error rather than a silent cast.
+  /// A fresh CPU tensor holding `name` as T. Stored as T, the bytes are
+  /// copied as they are. Otherwise, as load_state_dict's copy would: a
+  /// floating dtype (F16, BF16, F32, F64) converts to a floating T, rounding
+  /// to nearest; an integer dtype (BOOL, U8, I8, I16, U16, I32, U32, I64, U64)
+  /// to an integer T when every value fits, else an Error. Crossing between
+  /// floating and integer is an Error rather than a silent cast.
   template <Scalar T>
   Tensor<T> get(const std::string& name) const {
     namespace st = detail::safetensors;
     const SafetensorsInfo& in = info(name);
     const st::DTypeDesc* d = st::find_dtype(in.dtype);  // validated by parse()
-    const bool want_float = FloatScalar<T>;
+    constexpr bool want_float = FloatingScalar<T>;
     FROST_CHECK(d->kind != st::Kind::opaque && (d->kind == st::Kind::floating) == want_float,
                 "frost::safetensors: ", source_, ": tensor '", name, "' has dtype ", in.dtype, " and shape ",
                 in.shape.str(), ", which does not load as ", dtype_name<T>(),
@@ -176,41 +178,33 @@ class SafetensorsFile {
     const std::uint8_t* src = bytes_.data() + data_start_ + in.begin;
     const std::int64_t n = in.shape.numel();
     T* dst = out.data();
-    auto id = [](auto v) { return v; };
     const std::string_view dt = in.dtype;
     if (dt == st::dtype_string<T>()) {
-      if (n > 0) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
-    } else if (dt == "F16") {
-      st::convert<std::uint16_t>(src, dst, n, st::half_to_float);
-    } else if (dt == "BF16") {
-      st::convert<std::uint16_t>(src, dst, n, st::bf16_to_float);
-    } else if (dt == "F32") {
-      st::convert<float>(src, dst, n, id);
-    } else if (dt == "F64") {
-      st::convert<double>(src, dst, n, id);
-    } else if (dt == "BOOL" || dt == "U8") {
-      st::convert<std::uint8_t>(src, dst, n, id);
-    } else if (dt == "I8") {
-      st::convert<std::int8_t>(src, dst, n, id);
-    } else if (dt == "I16") {
-      st::convert<std::int16_t>(src, dst, n, id);
+      if constexpr (std::is_same_v<T, bool>) check_bools(name, src, n);
+      if (n > 0) std::memcpy(static_cast<void*>(dst), src, static_cast<std::size_t>(n) * sizeof(T));
+      return out;
+    }
+    DType stored;
+    if (st::exact_dtype(dt, stored)) {
+      visit_dtype(stored, [&](auto tag) {
+        using S = decltype(tag);
+        if constexpr (std::is_same_v<S, bool>) check_bools(name, src, n);
+        for (std::int64_t i = 0; i < n; ++i) dst[i] = convert<T>(name, dt, st::load<S>(src, i), i);
+      });
     } else if (dt == "U16") {
-      st::convert<std::uint16_t>(src, dst, n, id);
-    } else if (dt == "I32") {
-      st::convert<std::int32_t>(src, dst, n, id);
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = convert<T>(name, dt, st::load<std::uint16_t>(src, i), i);
     } else if (dt == "U32") {
-      st::convert<std::uint32_t>(src, dst, n, id);
-    } else {  // U64 into int64
-      for (std::int64_t i = 0; i < n; ++i) {
-        const auto v = st::load<std::uint64_t>(src, i);
-        FROST_CHECK(v <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
-                    "frost::safetensors: ", source_, ": tensor '", name, "' (U64) holds ", v,
-                    " at element ", i, ", which does not fit in int64");
-        dst[i] = static_cast<T>(v);
-      }
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = convert<T>(name, dt, st::load<std::uint32_t>(src, i), i);
+    } else {  // U64
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = convert<T>(name, dt, st::load<std::uint64_t>(src, i), i);
     }
     return out;
   }
+
+  /// A fresh CPU tensor holding `name` in its stored dtype, bytes as they
+  /// are. U16 and U32 (which frost has no dtype for) widen to int64, as do
+  /// U64 values that fit; the F8 formats are an Error.
+  AnyTensor get_any(const std::string& name) const;  // safetensors_any.hpp
 
  private:
   SafetensorsFile() = default;
@@ -218,6 +212,23 @@ class SafetensorsFile {
   template <class... A>
   [[noreturn]] void bad(const A&... parts) const {
     detail::fail("frost::safetensors: ", source_, ": ", parts...);
+  }
+
+  /// A BOOL tensor's bytes are 0 or 1 (any other byte is not a bool).
+  void check_bools(const std::string& name, const std::uint8_t* src, std::int64_t n) const {
+    for (std::int64_t i = 0; i < n; ++i)
+      if (src[i] > 1) bad("tensor '", name, "' (BOOL) holds byte ", int(src[i]), " at element ", i, " (expected 0 or 1)");
+  }
+  /// Stored value v as T: floating values round; integers must fit.
+  template <class T, class S>
+  T convert(const std::string& name, std::string_view stored, S v, std::int64_t i) const {
+    if constexpr (std::is_integral_v<T> && std::is_integral_v<S> && !std::is_same_v<S, bool>) {
+      bool fits;
+      if constexpr (std::is_same_v<T, bool>) fits = v == S(0) || v == S(1);
+      else fits = std::in_range<T>(v);
+      if (!fits) bad("tensor '", name, "' (", stored, ") holds ", +v, " at element ", i, ", which does not fit in ", dtype_name<T>());
+    }
+    return fn::cast<T>(v);  // floating values round to nearest
   }
 
   // The JSON side (safetensors_json.hpp): compiled once into frost::compiled,
@@ -251,13 +262,24 @@ OutEntry out_entry(const std::string& name, const Tensor<T>& t) {
   FROST_CHECK(t.defined(), "frost::save_safetensors: tensor '", name, "' is undefined");
   const Tensor<T> c = t.detach().cpu().contiguous();  // a device tensor is copied to the host first
   OutEntry e{name, dtype_string<T>(), c.shape(), std::vector<std::uint8_t>(static_cast<std::size_t>(c.numel()) * sizeof(T))};
-  if (!e.data.empty()) std::memcpy(e.data.data(), c.data(), e.data.size());
+  if (!e.data.empty()) std::memcpy(e.data.data(), static_cast<const void*>(c.data()), e.data.size());
   return e;
 }
+/// The same for a tensor of a run-time dtype (safetensors_any.hpp).
+OutEntry out_entry(const std::string& name, const AnyTensor& t);
 
 /// The file image of `entries` (safetensors_json.hpp).
 std::vector<std::uint8_t> serialize(const std::vector<OutEntry>& entries,
                                    const std::map<std::string, std::string>& metadata);
+
+/// The file image of named tensors (Tensor<T> or AnyTensor).
+template <class Named>
+std::vector<std::uint8_t> image(const Named& named, const std::map<std::string, std::string>& metadata) {
+  std::vector<OutEntry> entries;
+  entries.reserve(named.size());
+  for (const auto& [name, t] : named) entries.push_back(out_entry(name, t));
+  return serialize(entries, metadata);
+}
 
 /// Writes `bytes` beside `path` and renames the file over it, so a crash
 /// never leaves a half-written checkpoint under the final name.
@@ -293,19 +315,22 @@ inline void write_file(const std::vector<std::uint8_t>& bytes, const std::string
 template <Scalar T>
 std::vector<std::uint8_t> serialize_safetensors(const std::vector<std::pair<std::string, Tensor<T>>>& named,
                                                 const std::map<std::string, std::string>& metadata = {}) {
-  std::vector<detail::safetensors::OutEntry> entries;
-  entries.reserve(named.size());
-  for (const auto& [name, t] : named) entries.push_back(detail::safetensors::out_entry(name, t));
-  return detail::safetensors::serialize(entries, metadata);
+  return detail::safetensors::image(named, metadata);
 }
+/// The same for tensors of mixed dtypes, each written in its own.
+std::vector<std::uint8_t> serialize_safetensors(const std::vector<std::pair<std::string, AnyTensor>>& named,
+                                                const std::map<std::string, std::string>& metadata = {});
 
-/// Writes `named` (in that order) as F32 / F64 / I64 tensors to `path`
+/// Writes `named` (in that order) to `path`, each tensor in its dtype
 /// (through a temporary file renamed over it).
 template <Scalar T>
 void save_safetensors(const std::vector<std::pair<std::string, Tensor<T>>>& named, const std::string& path,
                       const std::map<std::string, std::string>& metadata = {}) {
   detail::safetensors::write_file(serialize_safetensors(named, metadata), path);
 }
+/// The same for tensors of mixed dtypes.
+void save_safetensors(const std::vector<std::pair<std::string, AnyTensor>>& named, const std::string& path,
+                      const std::map<std::string, std::string>& metadata = {});
 
 /// Every tensor of an in-memory safetensors image as Tensor<T>, in file order.
 template <Scalar T>
@@ -327,10 +352,29 @@ std::vector<std::pair<std::string, Tensor<T>>> load_safetensors(const std::strin
   return out;
 }
 
+/// Every tensor of the file at `path` in its stored dtype, in file order
+/// (mixed dtypes in one call; see SafetensorsFile::get_any).
+/// \code
+/// for (auto& [name, t] : frost::load_safetensors_any("model.safetensors"))
+///   std::cout << name << " " << frost::dtype_name(t.dtype()) << " " << t.shape() << "\n";
+/// \endcode
+std::vector<std::pair<std::string, AnyTensor>> load_safetensors_any(const std::string& path);
+/// The same for an in-memory image.
+std::vector<std::pair<std::string, AnyTensor>> deserialize_safetensors_any(std::vector<std::uint8_t> bytes,
+                                                                          std::string source = "<memory>");
+
+// frost::compiled: get<T> for every dtype is instantiated once, in src/cpu_backend.cpp.
+#if defined(FROST_CPU_BACKEND_EXTERN) && !defined(FROST_CPU_BACKEND_IMPLEMENTATION)
+#define FROST_EXTERN_GET(S, e, name, st) extern template Tensor<S> SafetensorsFile::get<S>(const std::string&) const;
+FROST_FOR_EACH_DTYPE(FROST_EXTERN_GET)
+#undef FROST_EXTERN_GET
+#endif
+
 }  // namespace frost
 
-// The JSON-parsing half: inline here in header-only mode; in frost::compiled
-// it is compiled once, in src/cpu_backend.cpp.
+// The JSON-parsing half and the run-time dtype half: inline here in
+// header-only mode; in frost::compiled compiled once, in src/cpu_backend.cpp.
 #if !defined(FROST_CPU_BACKEND_EXTERN) || defined(FROST_CPU_BACKEND_IMPLEMENTATION)
+#include "safetensors_any.hpp"
 #include "safetensors_json.hpp"
 #endif

@@ -559,6 +559,8 @@ void run_typed(const Step& s, Bases b, Device d) {
         case DType::float32: be.cast(view<const float>(s.in[0], b), out(0)); break;
         case DType::float64: be.cast(view<const double>(s.in[0], b), out(0)); break;
         case DType::int64: be.cast(view<const std::int64_t>(s.in[0], b), out(0)); break;
+        default: frost::detail::fail("frost::jit: a cast from ", dtype_name(static_cast<DType>(s.op)),
+                                     " (plans hold float32, float64 and int64 steps)");
       }
       break;
     case StepKind::guard: break;  // the plan checks guards itself
@@ -616,6 +618,7 @@ inline void run_step(const Step& s, Bases b, Device d = Device::cpu()) {
     case DType::float32: run_typed<float>(s, b, d); break;
     case DType::float64: run_typed<double>(s, b, d); break;
     case DType::int64: run_typed<std::int64_t>(s, b, d); break;
+    default: frost::detail::fail("frost::jit: a ", dtype_name(s.dtype), " step (plans hold float32, float64 and int64 steps)");
   }
 }
 

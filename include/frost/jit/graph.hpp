@@ -180,13 +180,21 @@ inline std::int64_t strided_offset(const Shape& shape, const Shape& strides, std
   return off;
 }
 
-inline std::size_t dtype_size(DType d) { return d == DType::float32 ? 4 : 8; }
+using frost::dtype_size;
 
+/// PyTorch's short names (FloatTensor, LongTensor, ...).
 inline const char* dtype_short(DType d) {
   switch (d) {
     case DType::float32: return "Float";
     case DType::float64: return "Double";
     case DType::int64: return "Long";
+    case DType::bool_: return "Bool";
+    case DType::uint8: return "Byte";
+    case DType::int8: return "Char";
+    case DType::int16: return "Short";
+    case DType::int32: return "Int";
+    case DType::float16: return "Half";
+    case DType::bfloat16: return "BFloat16";
   }
   return "?";
 }

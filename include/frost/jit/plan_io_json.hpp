@@ -185,6 +185,7 @@ FROST_PLAN_IO_INLINE PlanParts plan_from_json(const std::string& text, const Saf
         case DType::float32: st = f.get<float>(tn).impl()->storage; break;
         case DType::float64: st = f.get<double>(tn).impl()->storage; break;
         case DType::int64: st = f.get<std::int64_t>(tn).impl()->storage; break;
+        default: r.bad("buffer dtype ", dtype_name(x.dtype), " (plans hold float32, float64 and int64)");
       }
       x.data = st;
     }

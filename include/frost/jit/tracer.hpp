@@ -68,9 +68,10 @@ class TracingBackend final : public Backend<T> {
                            const View<T>& dx) override;
   void avg_pool2d(const Pool2dParams& p, const View<const T>& x, const View<T>& y) override;
   void avg_pool2d_backward(const Pool2dParams& p, const View<const T>& dy, const View<T>& dx) override;
-  void cast(const View<const float>& x, const View<T>& y) override { cast_from(x, y); }
-  void cast(const View<const double>& x, const View<T>& y) override { cast_from(x, y); }
-  void cast(const View<const std::int64_t>& x, const View<T>& y) override { cast_from(x, y); }
+#define FROST_TRACE_CAST(S, e, name, st) \
+  void cast(const View<const S>& x, const View<T>& y) override { cast_from(x, y); }
+  FROST_FOR_EACH_DTYPE(FROST_TRACE_CAST)
+#undef FROST_TRACE_CAST
   void optimizer_step(const OptimStep<T>&, T*, const T*, T*, T*, T*, std::int64_t) override {
     frost::detail::fail("frost::jit::trace: an optimizer step ran inside the trace; plans are inference "
                         "programs, so trace the forward only");
@@ -571,6 +572,10 @@ void TracingBackend<T>::avg_pool2d_backward(const Pool2dParams& p, const View<co
 template <class T>
 template <class S>
 void TracingBackend<T>::cast_from(const View<const S>& x, const View<T>& y) {
+  // Tensors of other dtypes cannot be made in a trace (backend_for refuses
+  // them), so no traced value has one; this keeps that so for the plan.
+  FROST_CHECK((std::is_same_v<S, float> || std::is_same_v<S, double> || std::is_same_v<S, std::int64_t>),
+              "frost::jit::trace: a cast from ", dtype_name<S>(), "; a frozen plan holds float32, float64 and int64 values only");
   FROST_TRACE_BEGIN(cast)
   s.op = static_cast<int>(dtype_of<S>());  // the step's dtype is y's
   s.in = {t_.read(raw(x))};

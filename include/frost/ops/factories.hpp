@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -23,7 +24,11 @@ Tensor<T> Tensor<T>::from(const std::vector<T>& values, const Shape& shape) {
   FROST_CHECK(static_cast<std::int64_t>(values.size()) == shape.numel(), "frost::from: ", values.size(),
               " values do not fill shape ", shape.str(), " (", shape.numel(), " elements expected)");
   auto y = empty(shape);
-  if (!values.empty()) std::memcpy(y.data(), values.data(), values.size() * sizeof(T));
+  if constexpr (std::is_same_v<T, bool>) {
+    for (std::size_t i = 0; i < values.size(); ++i) y.data()[i] = values[i];  // std::vector<bool> packs bits
+  } else if (!values.empty()) {
+    std::memcpy(y.data(), values.data(), values.size() * sizeof(T));
+  }
   return y;
 }
 
@@ -31,6 +36,7 @@ template <class T>
 Tensor<T> Tensor<T>::arange(double start, double end, double step) {
   // An integer tensor's step and first value are truncated to integers, as
   // PyTorch's are: arange(0, 5, 1.5) is 0..4, and a step below 1 is none.
+  static_assert(!std::is_same_v<T, bool>, "frost::arange: not defined for bool tensors (as in PyTorch)");
   if constexpr (std::is_integral_v<T>) step = std::trunc(step);
   FROST_CHECK(step != 0, "frost::arange: step must be non-zero (an integer tensor's is truncated)");
   FROST_CHECK(std::isfinite(start) && std::isfinite(end), "frost::arange: bounds must be finite, got ", start, " and ", end);
@@ -75,10 +81,12 @@ Tensor<T> draw(const Shape& shape, Generator* gen, philox::Dist dist, double lo,
 
 template <class T>
 Tensor<T> Tensor<T>::rand(const Shape& shape, Generator* gen) {
+  static_assert(FloatingScalar<T>, "frost::rand: floating dtypes only (randint draws integers)");
   return detail::draw<T>(shape, gen, philox::Dist::uniform, 0.0, 1.0);
 }
 template <class T>
 Tensor<T> Tensor<T>::randn(const Shape& shape, Generator* gen) {
+  static_assert(FloatingScalar<T>, "frost::randn: floating dtypes only (randint draws integers)");
   return detail::draw<T>(shape, gen, philox::Dist::normal, 0.0, 1.0);
 }
 template <class T>
@@ -90,6 +98,13 @@ Tensor<T> Tensor<T>::randint(std::int64_t low, std::int64_t high, const Shape& s
   constexpr std::int64_t exact = std::int64_t(1) << 53;
   FROST_CHECK(low >= -exact && high <= exact && high - low <= exact, "frost::randint: the range [", low, ", ", high,
               ") needs more than the draw's 53 bits (expected bounds and a width of at most 2^53)");
+  if constexpr (std::is_integral_v<T> && sizeof(T) < 8) {
+    // As PyTorch: the bounds must be values of T (high may be one past its largest).
+    constexpr auto lo = static_cast<std::int64_t>(std::numeric_limits<T>::lowest());
+    constexpr auto hi = static_cast<std::int64_t>(std::numeric_limits<T>::max());
+    FROST_CHECK(low >= lo && high - 1 <= hi, "frost::randint: the range [", low, ", ", high, ") is out of bounds for ",
+                dtype_name<T>(), " (expected values in [", lo, ", ", hi, "])");
+  }
   return detail::draw<T>(shape, gen, philox::Dist::randint, static_cast<double>(low), static_cast<double>(high));
 }
 

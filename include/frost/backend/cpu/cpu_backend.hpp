@@ -33,7 +33,8 @@ struct CpuBackend final : Backend<T> {
 
   void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) override {
     if constexpr (FloatScalar<T>) cpu::unary(op, x, y, p0, p1);
-    else if (op == UnaryOp::add_scalar) cpu::map_strided(x, y, [p0](T v) { return v + p0; });  // counters
+    else if (std::is_same_v<T, std::int64_t> && op == UnaryOp::add_scalar)
+      cpu::map_strided(x, y, [p0](T v) { return static_cast<T>(v + p0); });  // counters
     else math_unsupported(op_name(op));
   }
   void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) override {
@@ -43,9 +44,10 @@ struct CpuBackend final : Backend<T> {
   void where(const View<const T>& c, const View<const T>& a, const View<const T>& b, const View<T>& y) override { cpu::where(c, a, b, y); }
   void copy(const View<const T>& x, const View<T>& y) override { cpu::copy(x, y); }
   void fill(const View<T>& y, T v) override { cpu::fill(y, v); }
-  void cast(const View<const float>& x, const View<T>& y) override { cpu::cast(x, y); }
-  void cast(const View<const double>& x, const View<T>& y) override { cpu::cast(x, y); }
-  void cast(const View<const std::int64_t>& x, const View<T>& y) override { cpu::cast(x, y); }
+#define FROST_CPU_CAST(S, e, name, st) \
+  void cast(const View<const S>& x, const View<T>& y) override { cpu::cast(x, y); }
+  FROST_FOR_EACH_DTYPE(FROST_CPU_CAST)
+#undef FROST_CPU_CAST
   void random(const View<T>& y, philox::Dist d, std::uint64_t seed, std::uint64_t off, double lo, double hi) override {
     cpu::random(y, d, seed, off, lo, hi);
   }

@@ -269,7 +269,7 @@ void random(const View<T>& y, philox::Dist dist, std::uint64_t seed, std::uint64
   // the thread split: the numbers depend on (seed, offset, i) only.
   Loop<1> loop(y.shape, {&y.strides});
   const std::int64_t sy = loop.inner_stride(0);
-  using S = std::conditional_t<sizeof(T) == 4, float, double>;
+  using S = philox::draw_type<T>;
   if (y.is_contiguous()) {
     // One Philox block serves per_block consecutive elements: compute it
     // once per block, not once per element (4x fewer rounds for floats).

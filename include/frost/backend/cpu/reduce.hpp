@@ -152,7 +152,7 @@ void arg_reduce(bool is_max, const View<const T>& x, const View<T>& values, cons
   }
   // NaN wins, as in PyTorch: the first NaN is the extremum.
   auto is_nan = [](T v) {
-    if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+    if constexpr (FloatingScalar<T>) return v != v;  // float16 / bfloat16 compare in float
     else return false;
   };
   Loop<3> loop(kshape, {&kstride, &values.strides, &indices.strides});

@@ -35,6 +35,8 @@ inline std::vector<double> constant_values(const FreezeState& st, int b) {
       case DType::float32: v[i] = static_cast<const float*>(buf.data->data)[i]; break;
       case DType::float64: v[i] = static_cast<const double*>(buf.data->data)[i]; break;
       case DType::int64: v[i] = static_cast<double>(static_cast<const std::int64_t*>(buf.data->data)[i]); break;
+      default: frost::detail::fail("frost::jit: constant '", buf.name, "' is ", dtype_name(buf.dtype),
+                                   "; plans hold float32, float64 and int64 buffers");
     }
   }
   return v;

@@ -1,0 +1,17 @@
+// Every dtype on the fake device (fake_device.hpp): factories, copies to and
+// from the host, and the cast kernel between every pair of dtypes, strided
+// inputs included, against the CPU bit for bit and with no read back (on a
+// GPU each would be a stream sync).
+#include <doctest/doctest.h>
+
+#include "../dtype_parity.hpp"
+#include "fake_device.hpp"
+
+namespace fake = frost::test::fake;
+
+TEST_CASE("fake device: every dtype's factories and casts between every pair run on the device, as on the CPU") {
+  fake::install();
+  (void)fake::take_violations();
+  frost::test::every_dtype_on(frost::Device::cuda(0), [] { return fake::memory().host_reads; });
+  CHECK(fake::take_violations().empty());
+}
