@@ -31,19 +31,20 @@ class CudaBackend final : public Backend<T> {
   Device device() const override { return Device::cuda(device_); }
   DeviceAllocator* allocator() override { return &alloc_; }
 
+  // Integer and bool tensors run the same functors (fn::unary / fn::binary
+  // switch to their integer forms), for the ops fn::int_*_supported list.
   void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) override {
-    if constexpr (FloatScalar<T>) {
+    if constexpr (std::is_integral_v<T>) Backend<T>::check_int_kernel(op);
+    if constexpr (FloatScalar<T> || std::is_integral_v<T>) {
       const View<const T>* in[1] = {&x};
       launch_map<T, 1>(ctx("unary"), y, in, UnaryFn<T>{op, p0, p1}, op_name(op));
-    } else if (op == UnaryOp::add_scalar) {  // index tensors count (BatchNorm's num_batches_tracked)
-      const View<const T>* in[1] = {&x};
-      launch_map<T, 1>(ctx("unary"), y, in, AddScalarFn<T>{p0}, "add_scalar");
     } else {
       math_unsupported(op_name(op));
     }
   }
   void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) override {
-    if constexpr (FloatScalar<T>) {
+    if constexpr (std::is_integral_v<T>) Backend<T>::check_int_kernel(op);
+    if constexpr (FloatScalar<T> || std::is_integral_v<T>) {
       const View<const T>* in[2] = {&a, &b};
       launch_map<T, 2>(ctx("binary"), y, in, BinaryFn<T>{op, p}, op_name(op));
     } else {
@@ -79,7 +80,7 @@ class CudaBackend final : public Backend<T> {
   }
 
   void reduce(ReduceOp op, const View<const T>& x, int n_reduced, const View<T>& y) override {
-    if constexpr (FloatScalar<T>) {
+    if constexpr (FloatScalar<T> || std::is_integral_v<T>) {
       Context& cx = ctx("reduce");
       const int nk = x.ndim() - n_reduced;
       Shape kept;

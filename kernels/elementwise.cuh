@@ -21,12 +21,6 @@ struct UnaryFn {
   T p0, p1;
   __device__ T operator()(T x) const { return fn::unary(op, x, p0, p1); }
 };
-/// x + c for index tensors, which have no other arithmetic.
-template <class T>
-struct AddScalarFn {
-  T c;
-  __device__ T operator()(T x) const { return x + c; }
-};
 template <class T>
 struct BinaryFn {
   BinaryOp op;

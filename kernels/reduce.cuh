@@ -3,6 +3,8 @@
 // NaN propagates through max/min as on the CPU (and in PyTorch).
 #pragma once
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include <cub/block/block_reduce.cuh>
 
@@ -13,20 +15,31 @@
 
 namespace frost::cuda_detail {
 
+// Integer sums and products wrap, as on the CPU (fn::wrap_*).
 template <ReduceOp OP, class T>
 struct Combine {
   __device__ T operator()(T acc, T v) const {
-    if constexpr (OP == ReduceOp::sum) return acc + v;
+    if constexpr (std::is_integral_v<T> && OP == ReduceOp::sum) return fn::wrap_add(acc, v);
+    else if constexpr (std::is_integral_v<T> && OP == ReduceOp::prod) return fn::wrap_mul(acc, v);
+    else if constexpr (OP == ReduceOp::sum) return acc + v;
     else if constexpr (OP == ReduceOp::prod) return acc * v;
     else if constexpr (OP == ReduceOp::max) return (v > acc || v != v) ? v : acc;
     else return (v < acc || v != v) ? v : acc;
   }
 };
 
+// Integer bounds as constants: constexpr variables are usable in device code,
+// std::numeric_limits' functions are not (without --expt-relaxed-constexpr).
+template <class T>
+inline constexpr T kLowest = std::numeric_limits<T>::lowest();
+template <class T>
+inline constexpr T kHighest = std::numeric_limits<T>::max();
+
 template <ReduceOp OP, class T>
 __device__ constexpr T reduce_init() {
   if constexpr (OP == ReduceOp::sum) return T(0);
   else if constexpr (OP == ReduceOp::prod) return T(1);
+  else if constexpr (std::is_integral_v<T>) return OP == ReduceOp::max ? kLowest<T> : kHighest<T>;
   else if constexpr (OP == ReduceOp::max) return -infinity<T>();
   else return infinity<T>();
 }

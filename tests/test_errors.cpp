@@ -48,18 +48,16 @@ TF m23() { return TF::from({1, 2, 3, 4, 5, 6}, {2, 3}); }
 
 // ---- compile-time dtype rules ----------------------------------------------
 
-// Tensors are typed: float and double never mix, and int64 tensors have no
-// arithmetic operators.
+// Tensors are typed: elementwise ops on two dtypes promote as
+// torch.result_type (float with double is double, int64 with float is
+// float); matmul and cat take one dtype, and nothing converts implicitly.
 static_assert(std::is_invocable_v<std::plus<>, const TF&, const TF&>);
 static_assert(std::is_invocable_v<std::plus<>, const TD&, const TD&>);
-static_assert(!std::is_invocable_v<std::plus<>, const TF&, const TD&>);
-static_assert(!std::is_invocable_v<std::plus<>, const TD&, const TF&>);
-static_assert(!std::is_invocable_v<std::multiplies<>, const TF&, const TD&>);
-static_assert(!std::is_invocable_v<std::minus<>, const TD&, const TF&>);
-static_assert(!std::is_invocable_v<std::divides<>, const TF&, const TD&>);
-static_assert(!std::is_invocable_v<std::plus<>, const TI&, const TI&>);
-static_assert(!std::is_invocable_v<std::multiplies<>, const TI&, const TI&>);
-static_assert(!std::is_invocable_v<std::plus<>, const TF&, const TI&>);
+static_assert(std::is_same_v<std::invoke_result_t<std::plus<>, const TF&, const TD&>, TD>);
+static_assert(std::is_same_v<std::invoke_result_t<std::multiplies<>, const TD&, const TF&>, TD>);
+static_assert(std::is_same_v<std::invoke_result_t<std::divides<>, const TI&, const TI&>, TF>);
+static_assert(std::is_same_v<std::invoke_result_t<std::plus<>, const TI&, const TI&>, TI>);
+static_assert(std::is_same_v<std::invoke_result_t<std::plus<>, const TF&, const TI&>, TF>);
 static_assert(!std::is_invocable_v<decltype([](const auto& a, const auto& b) -> decltype(a.matmul(b)) { return a.matmul(b); }),
                                    const TF&, const TD&>);
 static_assert(!std::is_invocable_v<decltype([](const auto& a, const auto& b) -> decltype(frost::cat(std::vector{a, b})) {
@@ -262,10 +260,17 @@ TEST_CASE("errors: math on int64 tensors through the backend") {
   auto i = TI::from({1, 2, 3});
   auto out = TI::empty({3});
   auto& be = frost::cpu_backend<std::int64_t>();
-  expect_error([&] { be.unary(frost::UnaryOp::exp, i.view_of(), out.view_of(), 0, 0); }, {"exp", "int64"});
-  expect_error([&] { be.binary(frost::BinaryOp::add, i.view_of(), i.view_of(), out.view_of(), 0); }, {"add", "int64"});
+  // integer kernels exist for arithmetic and reductions; float-only math is refused by name
+  expect_error([&] { be.unary(frost::UnaryOp::exp, i.view_of(), out.view_of(), 0, 0); }, {"exp", "int64", "to<float>"});
+  be.binary(frost::BinaryOp::add, i.view_of(), i.view_of(), out.view_of(), 0);
+  CHECK(out.to_vector() == std::vector<std::int64_t>{2, 4, 6});
   auto one = TI::empty({});
-  expect_error([&] { be.reduce(frost::ReduceOp::sum, i.view_of(), 1, one.view_of()); }, {"reduce", "int64"});
+  be.reduce(frost::ReduceOp::sum, i.view_of(), 1, one.view_of());
+  CHECK(one.item() == 6);
+  auto b = frost::Tensor<bool>::from({true, false, true});
+  auto bout = frost::Tensor<bool>::empty({3});
+  expect_error([&] { frost::cpu_backend<bool>().binary(frost::BinaryOp::sub, b.view_of(), b.view_of(), bout.view_of(), false); },
+               {"sub", "bool"});
   expect_error([&] { be.softmax(i.view_of(), out.view_of(), false); }, {"softmax", "int64"});
   std::int64_t c = 0;
   expect_error([&] { be.gemm(false, false, 1, 1, 1, 1, i.data(), 1, 0, i.data(), 1, 0, 0, &c, 1, 0, 1); },

@@ -87,7 +87,7 @@ std::ostream& operator<<(std::ostream& os, const AnyTensor& a);
 }  // namespace frost
 
 // The dispatch over every dtype pair (to(DType)) and printing: inline here in
-// header-only mode; in frost::compiled compiled once, in src/cpu_backend.cpp,
+// header-only mode; in frost::compiled compiled once, in src/,
 // so a file using AnyTensor does not instantiate 100 casts.
 #if !defined(FROST_CPU_BACKEND_EXTERN) || defined(FROST_CPU_BACKEND_IMPLEMENTATION)
 #include "any_tensor_impl.hpp"

@@ -17,6 +17,7 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/philox.hpp"
+#include "core/promote.hpp"
 #include "core/ref.hpp"
 #include "core/shape.hpp"
 #include "core/storage.hpp"
@@ -186,8 +187,9 @@ class Tensor {
   Tensor minimum(const Tensor& o) const;
 
   // ---- reductions -----------------------------------------------------
-  Tensor sum() const;
-  Tensor sum(const Shape& dims, bool keepdim = false) const;
+  /// Integers and bools sum (and multiply) into int64, as PyTorch.
+  Tensor<sum_result_t<T>> sum() const;
+  Tensor<sum_result_t<T>> sum(const Shape& dims, bool keepdim = false) const;
   Tensor mean() const;
   Tensor mean(const Shape& dims, bool keepdim = false) const;
   /// Over all elements; `unbiased` must be a bool, so that `x.var({1})` is
@@ -199,8 +201,8 @@ class Tensor {
   Tensor std() const;
   template <std::same_as<bool> B> Tensor std(B unbiased) const;
   Tensor std(const Shape& dims, bool unbiased = true, bool keepdim = false) const;
-  Tensor prod() const;
-  Tensor prod(std::int64_t dim, bool keepdim = false) const;
+  Tensor<sum_result_t<T>> prod() const;
+  Tensor<sum_result_t<T>> prod(std::int64_t dim, bool keepdim = false) const;
   Tensor max() const;
   ValuesIndices<T> max(std::int64_t dim, bool keepdim = false) const;
   Tensor min() const;
@@ -223,6 +225,8 @@ class Tensor {
   Tensor gather(std::int64_t dim, const Tensor<std::int64_t>& index) const;
   Tensor scatter_add(std::int64_t dim, const Tensor<std::int64_t>& index, const Tensor& src) const;
   Tensor masked_fill(const Tensor& mask, T value) const;
+  /// x[mask] (PyTorch's boolean indexing): mask has the shape of this tensor's leading dims.
+  Tensor index(const Tensor<bool>& mask) const;
   std::vector<Tensor> split(std::int64_t split_size, std::int64_t dim = 0) const;
   std::vector<Tensor> chunk(std::int64_t chunks, std::int64_t dim = 0) const;
 

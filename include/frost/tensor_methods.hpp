@@ -105,8 +105,8 @@ template <class T> Tensor<T> Tensor<T>::pow(const Tensor& e) const { return fros
 template <class T> Tensor<T> Tensor<T>::clamp(T lo, T hi) const { return frost::clamp(*this, lo, hi); }
 template <class T> Tensor<T> Tensor<T>::maximum(const Tensor& o) const { return frost::maximum(*this, o); }
 template <class T> Tensor<T> Tensor<T>::minimum(const Tensor& o) const { return frost::minimum(*this, o); }
-template <class T> Tensor<T> Tensor<T>::sum() const { return frost::sum(*this); }
-template <class T> Tensor<T> Tensor<T>::sum(const Shape& d, bool k) const { return frost::sum(*this, d, k); }
+template <class T> Tensor<sum_result_t<T>> Tensor<T>::sum() const { return frost::sum(*this); }
+template <class T> Tensor<sum_result_t<T>> Tensor<T>::sum(const Shape& d, bool k) const { return frost::sum(*this, d, k); }
 template <class T> Tensor<T> Tensor<T>::mean() const { return frost::mean(*this); }
 template <class T> Tensor<T> Tensor<T>::mean(const Shape& d, bool k) const { return frost::mean(*this, d, k); }
 template <class T> Tensor<T> Tensor<T>::var() const { return frost::var(*this, Shape{}); }
@@ -115,8 +115,8 @@ template <class T> Tensor<T> Tensor<T>::var(const Shape& d, bool u, bool k) cons
 template <class T> Tensor<T> Tensor<T>::std() const { return frost::std(*this, Shape{}); }
 template <class T> template <std::same_as<bool> B> Tensor<T> Tensor<T>::std(B u) const { return frost::std(*this, Shape{}, u); }
 template <class T> Tensor<T> Tensor<T>::std(const Shape& d, bool u, bool k) const { return frost::std(*this, d, u, k); }
-template <class T> Tensor<T> Tensor<T>::prod() const { return frost::prod(*this, Shape{}); }
-template <class T> Tensor<T> Tensor<T>::prod(std::int64_t d, bool k) const { return frost::prod(*this, Shape{d}, k); }
+template <class T> Tensor<sum_result_t<T>> Tensor<T>::prod() const { return frost::prod(*this, Shape{}); }
+template <class T> Tensor<sum_result_t<T>> Tensor<T>::prod(std::int64_t d, bool k) const { return frost::prod(*this, Shape{d}, k); }
 template <class T> Tensor<T> Tensor<T>::max() const { return frost::max(*this); }
 template <class T> Tensor<T> Tensor<T>::min() const { return frost::min(*this); }
 template <class T> ValuesIndices<T> Tensor<T>::max(std::int64_t d, bool k) const { return max_min_dim(*this, d, k, true); }
@@ -134,6 +134,7 @@ template <class T> Tensor<T> Tensor<T>::matmul(const Tensor& o) const { return f
 template <class T> Tensor<T> Tensor<T>::mm(const Tensor& o) const { return frost::mm(*this, o); }
 template <class T> Tensor<T> Tensor<T>::bmm(const Tensor& o) const { return frost::bmm(*this, o); }
 template <class T> Tensor<T> Tensor<T>::masked_fill(const Tensor& m, T v) const { return frost::masked_fill(*this, m, v); }
+template <class T> Tensor<T> Tensor<T>::index(const Tensor<bool>& m) const { return frost::index(*this, m); }
 
 // ---- in place -------------------------------------------------------------
 
@@ -268,7 +269,7 @@ Tensor<U> Tensor<T>::to() const {
 }
 
 // frost::compiled: Tensor<float> and Tensor<double> member functions (and the
-// ops they reach) are instantiated once in src/cpu_backend.cpp, not in every
+// ops they reach) are instantiated once in src/, not in every
 // file that uses them.
 #if defined(FROST_CPU_BACKEND_EXTERN) && !defined(FROST_CPU_BACKEND_IMPLEMENTATION)
 extern template class Tensor<float>;

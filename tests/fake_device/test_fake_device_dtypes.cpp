@@ -1,7 +1,7 @@
 // Every dtype on the fake device (fake_device.hpp): factories, copies to and
 // from the host, and the cast kernel between every pair of dtypes, strided
 // inputs included, against the CPU bit for bit and with no read back (on a
-// GPU each would be a stream sync).
+// GPU each would be a stream sync); integer and bool math against the CPU.
 #include <doctest/doctest.h>
 
 #include "../dtype_parity.hpp"
@@ -13,5 +13,12 @@ TEST_CASE("fake device: every dtype's factories and casts between every pair run
   fake::install();
   (void)fake::take_violations();
   frost::test::every_dtype_on(frost::Device::cuda(0), [] { return fake::memory().host_reads; });
+  CHECK(fake::take_violations().empty());
+}
+
+TEST_CASE("fake device: integer and bool math runs on the device, as on the CPU") {
+  fake::install();
+  (void)fake::take_violations();
+  frost::test::int_math_on_every_dtype(frost::Device::cuda(0));
   CHECK(fake::take_violations().empty());
 }

@@ -42,6 +42,11 @@ TEST_CASE("cuda: every dtype's factories and casts between every pair (cast_kern
   frost::test::every_dtype_on(kCuda);
 }
 
+TEST_CASE("cuda: integer and bool math (the integer functors, reductions) equals the CPU's, bit for bit") {
+  if (no_gpu()) return;
+  frost::test::int_math_on_every_dtype(kCuda);
+}
+
 TEST_CASE("cuda: batch norm through cuDNN matches the CPU in double (training, running stats, gradients, eval)") {
   if (no_gpu()) return;
   Generator g(41);

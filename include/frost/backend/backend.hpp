@@ -315,11 +315,22 @@ struct Backend {
   [[noreturn]] void unsupported(const char* op) const {
     detail::fail("frost::", op, ": the ", device().str(), " backend has no ", dtype_name<T>(), " kernel for it");
   }
-  /// Arithmetic asked of index tensors (every backend refuses it the same way).
+  /// Math a dtype has no kernel for (every backend refuses it the same way).
   [[noreturn]] static void math_unsupported(const char* op) {
-    detail::fail("frost::", op, ": not defined for ", dtype_name<T>(),
-                 " tensors (", dtype_name<T>(), " tensors support creation, views, copies, casts and indexing; "
-                 "convert with to<float>())");
+    if constexpr (std::is_integral_v<T>)
+      detail::fail("frost::", op, ": not defined for ", dtype_name<T>(), " tensors (integer and bool tensors have ",
+                   "arithmetic, bitwise ops, comparisons and reductions; convert with to<float>() for the rest)");
+    else
+      detail::fail("frost::", op, ": not defined for ", dtype_name<T>(), " tensors yet (", dtype_name<T>(),
+                   " tensors support creation, views, copies, casts and indexing; convert with to<float>())");
+  }
+  /// Integer and bool tensors reach only the kernels fn::int_*_supported list
+  /// (the ops offer no others; a direct backend call is refused here).
+  static void check_int_kernel(UnaryOp op) {
+    if (!fn::int_unary_supported(op, std::is_same_v<T, bool>)) math_unsupported(op_name(op));
+  }
+  static void check_int_kernel(BinaryOp op) {
+    if (!fn::int_binary_supported(op, std::is_same_v<T, bool>)) math_unsupported(op_name(op));
   }
 };
 

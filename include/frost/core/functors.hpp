@@ -19,7 +19,7 @@ namespace frost {
   X(neg) X(abs) X(sign) X(exp) X(log) X(sqrt) X(rsqrt) X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(leaky_relu) \
   X(gelu) X(silu) X(erf) X(clamp) X(pow_scalar) X(rpow_scalar) X(add_scalar) X(mul_scalar) X(rsub_scalar)    \
   X(rdiv_scalar) X(eq_scalar) X(ne_scalar) X(lt_scalar) X(le_scalar) X(gt_scalar) X(ge_scalar) X(copy)        \
-  X(gelu_tanh) X(floor) X(ceil) X(round) X(trunc) X(softplus) X(elu)
+  X(gelu_tanh) X(floor) X(ceil) X(round) X(trunc) X(softplus) X(elu) X(bitwise_not)
 
 // Binary ops: y = f(a, b; p). The *_backward entries are the fused gradient
 // kernels backward rules call (dy, saved) -> dx; they are ops too, so their
@@ -27,7 +27,8 @@ namespace frost {
 #define FROST_BINARY_OPS(X)                                                                                   \
   X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(relu_backward) \
   X(tanh_backward) X(sigmoid_backward) X(leaky_relu_backward) X(gelu_backward) X(silu_backward)                \
-  X(gelu_tanh_backward)
+  X(gelu_tanh_backward) X(floor_divide) X(trunc_divide) X(remainder) X(fmod) X(bitwise_and) X(bitwise_or)         \
+  X(bitwise_xor) X(shift_left) X(shift_right)
 
 #define FROST_ENUM_ENTRY(name) name,
 enum class UnaryOp : std::uint8_t { FROST_UNARY_OPS(FROST_ENUM_ENTRY) };
@@ -87,8 +88,246 @@ FROST_HOST_DEVICE inline T silu_grad(T x) {
   return s * (T(1) + x * (T(1) - s));
 }
 
+
+// ---- integers and bool -------------------------------------------------
+// Two's-complement wraparound as PyTorch: the arithmetic runs in an unsigned
+// type at least as wide as int (so neither signed overflow nor the int
+// promotion of int16 products is undefined) and is narrowed back.
+
+template <class T, bool Small = (sizeof(T) < sizeof(unsigned))>
+struct wrap_type {
+  using type = unsigned;
+};
 template <class T>
-FROST_HOST_DEVICE inline T unary(UnaryOp op, T x, T p0, T p1) {
+struct wrap_type<T, false> {
+  using type = std::make_unsigned_t<T>;
+};
+template <class T>
+using wrap_t = typename wrap_type<T>::type;
+template <class T>
+FROST_HOST_DEVICE inline T wrap_add(T a, T b) { return static_cast<T>(static_cast<wrap_t<T>>(a) + static_cast<wrap_t<T>>(b)); }
+template <class T>
+FROST_HOST_DEVICE inline T wrap_sub(T a, T b) { return static_cast<T>(static_cast<wrap_t<T>>(a) - static_cast<wrap_t<T>>(b)); }
+template <class T>
+FROST_HOST_DEVICE inline T wrap_mul(T a, T b) { return static_cast<T>(static_cast<wrap_t<T>>(a) * static_cast<wrap_t<T>>(b)); }
+
+/// a / b truncated toward zero. The ops refuse a zero divisor before the
+/// kernel runs (a frost::Error, as PyTorch's ZeroDivisionError); the kernel
+/// still gives 0 for it rather than trap. MIN / -1 wraps to MIN (where
+/// PyTorch's CPU dies of SIGFPE).
+template <class T>
+FROST_HOST_DEVICE inline T int_trunc_div(T a, T b) {
+  if (b == T(0)) return T(0);
+  if constexpr (std::is_signed_v<T>)
+    if (b == T(-1)) return wrap_sub(T(0), a);
+  return static_cast<T>(a / b);
+}
+/// a - b trunc(a / b): C++'s %, the sign of a (0 for a zero divisor and MIN % -1).
+template <class T>
+FROST_HOST_DEVICE inline T int_fmod(T a, T b) {
+  if (b == T(0)) return T(0);
+  if constexpr (std::is_signed_v<T>)
+    if (b == T(-1)) return T(0);
+  return static_cast<T>(a % b);
+}
+/// Python's a // b and a % b: rounded toward -inf, the remainder the sign of b.
+template <class T>
+FROST_HOST_DEVICE inline T int_floor_div(T a, T b) {
+  const T q = int_trunc_div(a, b);
+  if constexpr (std::is_signed_v<T>)
+    if (int_fmod(a, b) != T(0) && ((a < T(0)) != (b < T(0)))) return static_cast<T>(q - T(1));
+  return q;
+}
+template <class T>
+FROST_HOST_DEVICE inline T int_remainder(T a, T b) {
+  const T r = int_fmod(a, b);
+  if constexpr (std::is_signed_v<T>)
+    if (r != T(0) && ((r < T(0)) != (b < T(0)))) return wrap_add(r, b);
+  return r;
+}
+/// a^e by squaring, wrapping; a negative e gives 1 / a^|e| truncated: 1 for
+/// a = 1, +-1 for a = -1, 0 otherwise (PyTorch's; the ops refuse a negative
+/// scalar exponent, as PyTorch does).
+template <class T>
+FROST_HOST_DEVICE inline T int_pow(T a, T e) {
+  if constexpr (std::is_signed_v<T>) {
+    if (e < T(0)) {
+      if (a == T(1)) return T(1);
+      if (a == T(-1)) return (e % T(2)) != T(0) ? T(-1) : T(1);
+      return T(0);
+    }
+  }
+  T r = T(1);
+  for (auto n = static_cast<wrap_t<T>>(e); n != 0; n >>= 1) {
+    if (n & 1u) r = wrap_mul(r, a);
+    a = wrap_mul(a, a);
+  }
+  return r;
+}
+/// PyTorch's shifts: amounts beyond the type's width (or negative) shift
+/// every bit out, to 0 (left) or the sign (right).
+template <class T>
+FROST_HOST_DEVICE inline T int_shift_left(T a, T b) {
+  constexpr auto bits = static_cast<std::make_unsigned_t<T>>(sizeof(T) * 8);
+  if (static_cast<std::make_unsigned_t<T>>(b) >= bits) return T(0);
+  return static_cast<T>(static_cast<wrap_t<T>>(a) << static_cast<int>(b));
+}
+template <class T>
+FROST_HOST_DEVICE inline T int_shift_right(T a, T b) {
+  constexpr int bits = static_cast<int>(sizeof(T) * 8);
+  if constexpr (std::is_signed_v<T>) {
+    if (b < T(0) || b >= T(bits)) return a < T(0) ? T(-1) : T(0);
+  } else {
+    if (b >= T(bits)) return T(0);
+  }
+  return static_cast<T>(a >> static_cast<int>(b));
+}
+
+/// Whether op has an integer (and bool) kernel: what the ops offer integer
+/// tensors; the backends refuse the rest (exp, sin, ...) before they run.
+constexpr bool int_unary_supported(UnaryOp op, bool is_bool) {
+  switch (op) {
+    case UnaryOp::eq_scalar: case UnaryOp::ne_scalar: case UnaryOp::lt_scalar: case UnaryOp::le_scalar:
+    case UnaryOp::gt_scalar: case UnaryOp::ge_scalar: case UnaryOp::copy: case UnaryOp::bitwise_not:
+      return true;
+    case UnaryOp::neg: case UnaryOp::abs: case UnaryOp::sign: case UnaryOp::relu: case UnaryOp::clamp:
+    case UnaryOp::pow_scalar: case UnaryOp::rpow_scalar: case UnaryOp::add_scalar: case UnaryOp::mul_scalar:
+    case UnaryOp::rsub_scalar:
+      return !is_bool;
+    default: return false;
+  }
+}
+constexpr bool int_binary_supported(BinaryOp op, bool is_bool) {
+  switch (op) {
+    case BinaryOp::eq: case BinaryOp::ne: case BinaryOp::lt: case BinaryOp::le: case BinaryOp::gt: case BinaryOp::ge:
+    case BinaryOp::maximum: case BinaryOp::minimum: case BinaryOp::bitwise_and: case BinaryOp::bitwise_or:
+    case BinaryOp::bitwise_xor: case BinaryOp::add: case BinaryOp::mul:
+      return true;
+    case BinaryOp::sub: case BinaryOp::pow: case BinaryOp::floor_divide: case BinaryOp::trunc_divide:
+    case BinaryOp::remainder: case BinaryOp::fmod: case BinaryOp::shift_left: case BinaryOp::shift_right:
+      return !is_bool;
+    default: return false;
+  }
+}
+
+/// bool: add is or, mul is and (PyTorch's), the bitwise ops are the logical ones.
+FROST_HOST_DEVICE inline bool bool_binary(BinaryOp op, bool a, bool b) {
+  switch (op) {
+    case BinaryOp::eq: return a == b;
+    case BinaryOp::ne: return a != b;
+    case BinaryOp::lt: return !a && b;
+    case BinaryOp::le: return !a || b;
+    case BinaryOp::gt: return a && !b;
+    case BinaryOp::ge: return a || !b;
+    case BinaryOp::add: case BinaryOp::maximum: case BinaryOp::bitwise_or: return a || b;
+    case BinaryOp::mul: case BinaryOp::minimum: case BinaryOp::bitwise_and: return a && b;
+    case BinaryOp::bitwise_xor: return a != b;
+    default: return false;
+  }
+}
+
+/// x < 0, written so that unsigned types compare nothing (nvcc warns of it).
+template <class T>
+FROST_HOST_DEVICE inline bool is_negative(T x) {
+  if constexpr (std::is_signed_v<T>) return x < T(0);
+  else return false;
+}
+
+template <class T>
+FROST_HOST_DEVICE inline T int_unary(UnaryOp op, T x, T p0, T p1) {
+  if constexpr (std::is_same_v<T, bool>) {
+    switch (op) {
+      case UnaryOp::eq_scalar: return x == p0;
+      case UnaryOp::ne_scalar: return x != p0;
+      case UnaryOp::lt_scalar: return !x && p0;
+      case UnaryOp::le_scalar: return !x || p0;
+      case UnaryOp::gt_scalar: return x && !p0;
+      case UnaryOp::ge_scalar: return x || !p0;
+      case UnaryOp::bitwise_not: return !x;
+      default: return x;
+    }
+  } else {
+    switch (op) {
+      case UnaryOp::neg: return wrap_sub(T(0), x);
+      case UnaryOp::abs: return is_negative(x) ? wrap_sub(T(0), x) : x;  // |MIN| wraps to MIN, as PyTorch
+      case UnaryOp::sign: return static_cast<T>((T(0) < x) - is_negative(x));
+      case UnaryOp::relu: return x > T(0) ? x : T(0);
+      case UnaryOp::clamp: return x < p0 ? p0 : (x > p1 ? p1 : x);
+      case UnaryOp::pow_scalar: return int_pow(x, p0);
+      case UnaryOp::rpow_scalar: return int_pow(p0, x);
+      case UnaryOp::add_scalar: return wrap_add(x, p0);
+      case UnaryOp::mul_scalar: return wrap_mul(x, p0);
+      case UnaryOp::rsub_scalar: return wrap_sub(p0, x);
+      case UnaryOp::eq_scalar: return T(x == p0);
+      case UnaryOp::ne_scalar: return T(x != p0);
+      case UnaryOp::lt_scalar: return T(x < p0);
+      case UnaryOp::le_scalar: return T(x <= p0);
+      case UnaryOp::gt_scalar: return T(x > p0);
+      case UnaryOp::ge_scalar: return T(x >= p0);
+      case UnaryOp::bitwise_not: return static_cast<T>(~x);
+      default: return x;
+    }
+  }
+}
+
+template <class T>
+FROST_HOST_DEVICE inline T int_binary(BinaryOp op, T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return bool_binary(op, a, b);
+  } else {
+    switch (op) {
+      case BinaryOp::add: return wrap_add(a, b);
+      case BinaryOp::sub: return wrap_sub(a, b);
+      case BinaryOp::mul: return wrap_mul(a, b);
+      case BinaryOp::pow: return int_pow(a, b);
+      case BinaryOp::maximum: return a > b ? a : b;
+      case BinaryOp::minimum: return a < b ? a : b;
+      case BinaryOp::eq: return T(a == b);
+      case BinaryOp::ne: return T(a != b);
+      case BinaryOp::lt: return T(a < b);
+      case BinaryOp::le: return T(a <= b);
+      case BinaryOp::gt: return T(a > b);
+      case BinaryOp::ge: return T(a >= b);
+      case BinaryOp::floor_divide: return int_floor_div(a, b);
+      case BinaryOp::trunc_divide: return int_trunc_div(a, b);
+      case BinaryOp::remainder: return int_remainder(a, b);
+      case BinaryOp::fmod: return int_fmod(a, b);
+      case BinaryOp::bitwise_and: return static_cast<T>(a & b);
+      case BinaryOp::bitwise_or: return static_cast<T>(a | b);
+      case BinaryOp::bitwise_xor: return static_cast<T>(a ^ b);
+      case BinaryOp::shift_left: return int_shift_left(a, b);
+      case BinaryOp::shift_right: return int_shift_right(a, b);
+      default: return a;
+    }
+  }
+}
+
+// ---- floating division with rounding (PyTorch's div_floor_floating) -----
+
+/// a // b for floats: (a - fmod(a, b)) / b, less 1 when the remainder and b
+/// differ in sign, then the floor taken with care for results near a half
+/// (as PyTorch's, so 0.3 // 0.1 is 2, not 3); a zero divisor gives a / b.
+template <class T>
+FROST_HOST_DEVICE inline T float_floor_div(T a, T b) {
+  if (b == T(0)) return a / b;
+  const T mod = std::fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+  if (div == T(0)) return std::copysign(T(0), a / b);
+  T fl = std::floor(div);
+  if (div - fl > T(0.5)) fl += T(1);
+  return fl;
+}
+/// Python's a % b for floats: the sign of b (PyTorch's remainder).
+template <class T>
+FROST_HOST_DEVICE inline T float_remainder(T a, T b) {
+  T mod = std::fmod(a, b);
+  if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) mod += b;
+  return mod;
+}
+
+template <class T>
+FROST_HOST_DEVICE inline T float_unary(UnaryOp op, T x, T p0, T p1) {
   switch (op) {
     case UnaryOp::neg: return -x;
     case UnaryOp::abs: return x < T(0) ? -x : x;
@@ -129,12 +368,13 @@ FROST_HOST_DEVICE inline T unary(UnaryOp op, T x, T p0, T p1) {
     case UnaryOp::trunc: return std::trunc(x);
     case UnaryOp::softplus: return softplus(x, p0, p1);
     case UnaryOp::elu: return x > T(0) ? x : p0 * std::expm1(x);
+    case UnaryOp::bitwise_not: return x;  // integers only (the ops refuse floats)
   }
   return x;
 }
 
 template <class T>
-FROST_HOST_DEVICE inline T binary(BinaryOp op, T a, T b, T p) {
+FROST_HOST_DEVICE inline T float_binary(BinaryOp op, T a, T b, T p) {
   switch (op) {
     case BinaryOp::add: return a + b;
     case BinaryOp::sub: return a - b;
@@ -159,8 +399,33 @@ FROST_HOST_DEVICE inline T binary(BinaryOp op, T a, T b, T p) {
     case BinaryOp::gelu_backward: return a * gelu_grad(b);
     case BinaryOp::silu_backward: return a * silu_grad(b);
     case BinaryOp::gelu_tanh_backward: return a * gelu_tanh_grad(b);
+    case BinaryOp::floor_divide: return float_floor_div(a, b);
+    case BinaryOp::trunc_divide: return std::trunc(a / b);
+    case BinaryOp::remainder: return float_remainder(a, b);
+    case BinaryOp::fmod: return std::fmod(a, b);
+    // integers only (the ops refuse floats)
+    case BinaryOp::bitwise_and: case BinaryOp::bitwise_or: case BinaryOp::bitwise_xor: case BinaryOp::shift_left:
+    case BinaryOp::shift_right: return a;
   }
   return a;
+}
+
+/// y = f(x; p0, p1) for every element type with math: the integer forms for
+/// integers and bool, the floating ones otherwise.
+template <class T>
+FROST_HOST_DEVICE inline T unary(UnaryOp op, T x, T p0, T p1) {
+  if constexpr (std::is_integral_v<T>) return int_unary(op, x, p0, p1);
+  else return float_unary(op, x, p0, p1);
+}
+/// y = f(a, b; p), likewise.
+template <class T>
+FROST_HOST_DEVICE inline T binary(BinaryOp op, T a, T b, T p) {
+  if constexpr (std::is_integral_v<T>) {
+    (void)p;
+    return int_binary(op, a, b);
+  } else {
+    return float_binary(op, a, b, p);
+  }
 }
 
 /// A floating x truncated toward zero into the signed integer I (int32 or

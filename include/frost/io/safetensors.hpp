@@ -363,7 +363,7 @@ std::vector<std::pair<std::string, AnyTensor>> load_safetensors_any(const std::s
 std::vector<std::pair<std::string, AnyTensor>> deserialize_safetensors_any(std::vector<std::uint8_t> bytes,
                                                                           std::string source = "<memory>");
 
-// frost::compiled: get<T> for every dtype is instantiated once, in src/cpu_backend.cpp.
+// frost::compiled: get<T> for every dtype is instantiated once, in src/.
 #if defined(FROST_CPU_BACKEND_EXTERN) && !defined(FROST_CPU_BACKEND_IMPLEMENTATION)
 #define FROST_EXTERN_GET(S, e, name, st) extern template Tensor<S> SafetensorsFile::get<S>(const std::string&) const;
 FROST_FOR_EACH_DTYPE(FROST_EXTERN_GET)
@@ -373,7 +373,7 @@ FROST_FOR_EACH_DTYPE(FROST_EXTERN_GET)
 }  // namespace frost
 
 // The JSON-parsing half and the run-time dtype half: inline here in
-// header-only mode; in frost::compiled compiled once, in src/cpu_backend.cpp.
+// header-only mode; in frost::compiled compiled once, in src/.
 #if !defined(FROST_CPU_BACKEND_EXTERN) || defined(FROST_CPU_BACKEND_IMPLEMENTATION)
 #include "safetensors_any.hpp"
 #include "safetensors_json.hpp"

@@ -2,7 +2,7 @@
 // (SafetensorsFile::get_any), files of mixed dtypes read and written in one
 // call. Each dispatches over every dtype, so it is included by
 // safetensors.hpp in header-only mode (inline) and compiled once into
-// frost::compiled (src/cpu_backend.cpp) otherwise, like the JSON half.
+// frost::compiled (src/) otherwise, like the JSON half.
 #pragma once
 #include "safetensors.hpp"
 

@@ -1,12 +1,12 @@
 // safetensors' JSON half: parsing and validating the header, and writing
 // one. Included by safetensors.hpp in header-only mode (inline) and compiled
-// once into frost::compiled (src/cpu_backend.cpp) otherwise.
+// once into frost::compiled (src/) otherwise.
 #pragma once
 #include <nlohmann/json.hpp>
 
 #include "safetensors.hpp"
 
-// frost::compiled's one definition (src/cpu_backend.cpp) is out of line.
+// frost::compiled's one definition (src/) is out of line.
 #if defined(FROST_CPU_BACKEND_IMPLEMENTATION)
 #define FROST_IO_INLINE
 #else
@@ -15,51 +15,78 @@
 
 namespace frost {
 
-/// Parses the JSON header. A parser callback rejects duplicate keys
-/// (nlohmann would keep the last silently), nesting deeper than a valid
-/// header's three levels and arrays longer than kMaxDims, so a hostile
-/// header cannot make the DOM large or deep; it also records the order of
-/// the top-level keys.
-FROST_IO_INLINE nlohmann::json SafetensorsFile::parse_header(const char* first, const char* last, std::vector<std::string>& key_order) const {
+namespace detail::safetensors {
+/// The header's shape checked in one SAX pass before any DOM is built:
+/// duplicate keys (nlohmann would keep the last silently), nesting deeper
+/// than a valid header's three levels and arrays longer than kMaxDims, so a
+/// hostile header cannot make the DOM large or deep; it also records the
+/// order of the top-level keys. (nlohmann's parser callback did this too,
+/// but its DOM parser scans the parent object at every object's end: open()
+/// was quadratic in the number of tensors, 140 s for 81k.)
+template <class Bad>
+struct HeaderShapeCheck {
   struct Frame {
     bool object;
     std::size_t count = 0;
     std::set<std::string> keys;
   };
   std::vector<Frame> frames;
-  using Ev = nlohmann::json::parse_event_t;
-  auto in_array_element = [&] {
+  std::vector<std::string>& key_order;
+  const Bad& bad;
+
+  std::string under() const { return key_order.empty() ? std::string() : key_order.back(); }
+  void element() {
     if (frames.empty() || frames.back().object) return;
     if (++frames.back().count > static_cast<std::size_t>(kMaxDims))
-      bad("header array under '", key_order.empty() ? std::string() : key_order.back(), "' has more than ",
-          kMaxDims, " elements (a shape has at most ", kMaxDims, " dims, data_offsets has 2)");
-  };
-  auto cb = [&](int, Ev ev, nlohmann::json& parsed) -> bool {
-    switch (ev) {
-      case Ev::object_start:
-      case Ev::array_start:
-        in_array_element();
-        if (frames.size() >= 3)
-          bad("header nests deeper than a safetensors header (name -> entry -> shape) under '",
-              key_order.empty() ? std::string() : key_order.back(), "'");
-        frames.push_back(Frame{ev == Ev::object_start});
-        break;
-      case Ev::object_end:
-      case Ev::array_end: frames.pop_back(); break;
-      case Ev::key: {
-        std::string k = parsed.get<std::string>();
-        if (frames.size() == 1) key_order.push_back(k);
-        if (!frames.back().keys.insert(std::move(k)).second)
-          bad("duplicate key '", parsed.get<std::string>(), "' in the header",
-              frames.size() == 1 ? "" : " (inside an entry or __metadata__)");
-        break;
-      }
-      case Ev::value: in_array_element(); break;
-    }
+      bad("header array under '", under(), "' has more than ", kMaxDims, " elements (a shape has at most ", kMaxDims,
+          " dims, data_offsets has 2)");
+  }
+  bool open(bool object) {
+    element();
+    if (frames.size() >= 3)
+      bad("header nests deeper than a safetensors header (name -> entry -> shape) under '", under(), "'");
+    frames.push_back(Frame{object});
     return true;
-  };
+  }
+  bool close() {
+    frames.pop_back();
+    return true;
+  }
+  // nlohmann's SAX interface.
+  bool null() { return element(), true; }
+  bool boolean(bool) { return element(), true; }
+  bool number_integer(std::int64_t) { return element(), true; }
+  bool number_unsigned(std::uint64_t) { return element(), true; }
+  bool number_float(double, const std::string&) { return element(), true; }
+  bool string(std::string&) { return element(), true; }
+  bool binary(std::vector<std::uint8_t>&) { return element(), true; }
+  bool start_object(std::size_t) { return open(true); }
+  bool end_object() { return close(); }
+  bool start_array(std::size_t) { return open(false); }
+  bool end_array() { return close(); }
+  bool key(std::string& k) {
+    if (frames.size() == 1) key_order.push_back(k);
+    if (!frames.back().keys.insert(k).second)
+      bad("duplicate key '", k, "' in the header", frames.size() == 1 ? "" : " (inside an entry or __metadata__)");
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception& e) {
+    bad("header is not valid JSON: ", e.what());
+    return false;
+  }
+};
+}  // namespace detail::safetensors
+
+/// Parses the JSON header: its shape checked by a SAX pass
+/// (HeaderShapeCheck), then the DOM built without a callback. Both passes
+/// are linear in the header's size.
+FROST_IO_INLINE nlohmann::json SafetensorsFile::parse_header(const char* first, const char* last, std::vector<std::string>& key_order) const {
+  auto fail = [this](const auto&... parts) { bad(parts...); };
+  detail::safetensors::HeaderShapeCheck<decltype(fail)> check{{}, key_order, fail};
   try {
-    return nlohmann::json::parse(first, last, cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+    nlohmann::json::sax_parse(first, last, &check, nlohmann::json::input_format_t::json, /*strict=*/true,
+                              /*ignore_comments=*/false);
+    return nlohmann::json::parse(first, last, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
   } catch (const nlohmann::json::exception& e) {
     bad("header is not valid JSON: ", e.what());
   }

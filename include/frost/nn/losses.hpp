@@ -89,9 +89,11 @@ Tensor<T> smooth_l1_loss(const Tensor<T>& input, const Tensor<T>& target, Reduct
                          double beta = 1.0) {
   detail::check_same_shape(input, target, "smooth_l1_loss");
   FROST_CHECK(beta >= 0, "frost::nn::functional::smooth_l1_loss: beta must be non-negative, got ", beta);
-  auto a = (input - target).abs();
+  auto d = input - target;
+  auto a = d.abs();
   if (beta == 0) return detail::reduce(a, r);
-  auto quadratic = a * a * T(0.5 / beta), linear = a - T(0.5 * beta);
+  // the square of d, not of |d|: its second derivative at d = 0 is 1/beta (|d|'s slope there is 0)
+  auto quadratic = d * d * T(0.5 / beta), linear = a - T(0.5 * beta);
   return detail::reduce(where(a < T(beta), quadratic, linear), r);
 }
 
@@ -102,8 +104,9 @@ Tensor<T> huber_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction 
                      double delta = 1.0) {
   detail::check_same_shape(input, target, "huber_loss");
   FROST_CHECK(delta > 0, "frost::nn::functional::huber_loss: delta must be positive, got ", delta);
-  auto a = (input - target).abs();
-  return detail::reduce(where(a < T(delta), a * a * T(0.5), (a - T(0.5 * delta)) * T(delta)), r);
+  auto d = input - target;
+  auto a = d.abs();
+  return detail::reduce(where(a < T(delta), d * d * T(0.5), (a - T(0.5 * delta)) * T(delta)), r);
 }
 
 /// kl_div's reductions: PyTorch's, with batchmean (the sum over the batch

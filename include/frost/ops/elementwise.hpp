@@ -87,13 +87,16 @@ template <FloatScalar T> Tensor<T> round(const Tensor<T>& x) { return detail::pi
 template <FloatScalar T> Tensor<T> trunc(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::trunc>(x); }
 
 /// y = log(1 + e^(beta x)) / beta (x where beta x > threshold);
-/// dx = dy sigmoid(beta x) (dy where the op is x itself)
+/// dx = dy sigmoid(beta x) (dy where the op is x itself). At beta x =
+/// threshold exactly, PyTorch's slope is sigmoid(threshold) with no second
+/// derivative, so there it is a constant here too.
 struct SoftplusOp {
   static constexpr const char* name = "softplus";
   double beta, threshold;
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
     const auto bx = x * T(beta);
-    g[0] = where(bx > T(threshold), dy, dy * bx.sigmoid());
+    const T at_threshold = T(1 / (1 + std::exp(-threshold)));
+    g[0] = where(bx > T(threshold), dy, where(bx < T(threshold), dy * bx.sigmoid(), dy * at_threshold));
   }
 };
 template <FloatScalar T> Tensor<T> softplus(const Tensor<T>& x, double beta = 1, double threshold = 20) {
@@ -101,12 +104,13 @@ template <FloatScalar T> Tensor<T> softplus(const Tensor<T>& x, double beta = 1,
   return detail::unary_op<detail::Save::input>(UnaryOp::softplus, x, SoftplusOp{beta, threshold}, T(beta), T(threshold));
 }
 
-/// y = x (x > 0), alpha (e^x - 1) elsewhere; dx = dy, or dy alpha e^x
+/// y = x (x > 0), alpha (e^x - 1) elsewhere; dx = dy, or dy alpha e^x. At
+/// x = 0 exactly the slope is alpha with no second derivative (PyTorch's).
 struct EluOp {
   static constexpr const char* name = "elu";
   double alpha;
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
-    g[0] = where(x > T(0), dy, dy * x.exp() * T(alpha));
+    g[0] = where(x > T(0), dy, where(x < T(0), dy * x.exp() * T(alpha), dy * T(alpha)));
   }
 };
 template <FloatScalar T> Tensor<T> elu(const Tensor<T>& x, double alpha = 1) {
@@ -115,7 +119,7 @@ template <FloatScalar T> Tensor<T> elu(const Tensor<T>& x, double alpha = 1) {
 
 /// y = clamp(x, min_val, max_val); dx = dy strictly between the bounds and 0
 /// at them (PyTorch's hardtanh; relu6 is hardtanh(x, 0, 6), so an input of
-/// exactly 0 passes no gradient, as through relu, where clamp's passes it)
+/// exactly 0 passes no gradient, as through relu; clamp's the same)
 struct HardtanhOp {
   static constexpr const char* name = "hardtanh";
   double lo, hi;
@@ -254,12 +258,13 @@ struct ErfOp {
 };
 template <FloatScalar T> Tensor<T> erf(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::erf, x, ErfOp{}); }
 
-/// y = min(max(x, lo), hi); dx = dy where lo <= x <= hi
+/// y = min(max(x, lo), hi); dx = dy where lo < x < hi, and 0 at the bounds
+/// themselves (PyTorch 2.15's, pinned by tests/test_kinks.cpp)
 struct ClampOp {
   static constexpr const char* name = "clamp";
   double lo, hi;
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
-    g[0] = dy * (x >= T(lo)) * (x <= T(hi));
+    g[0] = dy * (x > T(lo)) * (x < T(hi));
   }
 };
 template <FloatScalar T> Tensor<T> clamp(const Tensor<T>& x, std::type_identity_t<T> lo, std::type_identity_t<T> hi) {

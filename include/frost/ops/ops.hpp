@@ -9,4 +9,7 @@
 #include "reduce.hpp"
 #include "linalg.hpp"
 #include "indexing.hpp"
+#include "integer.hpp"
+#include "rounding.hpp"
+#include "masking.hpp"
 #include "op_list.hpp"

@@ -165,8 +165,9 @@ template <FloatScalar T> Tensor<T> std(const Tensor<T>& x, const Shape& dims, bo
 /// y / x_i only where no factor is 0. A slice with one zero: the zero gets
 /// the product of the rest, the others (that zero) * (the rest but
 /// themselves), kept as a product so second derivatives see the zero. With
-/// more zeros every product of others is 0 (as in PyTorch, which keeps no
-/// second derivative there either).
+/// two zeros each zero gets (the other zero) * (the rest), 0 whose
+/// derivative in the other zero is the rest's product, as PyTorch's Hessian;
+/// with three or more, every product of others is 0 to second order.
 struct ProdOp {
   static constexpr const char* name = "prod";
   Shape keep, dims;
@@ -179,7 +180,8 @@ struct ProdOp {
     const auto others = p / nonzero;                             // the product of the other non-zero factors
     const auto the_zero = sum(x * is_zero, dims, true);          // 0, with its derivative
     const auto one_zero = is_zero * p + (T(1) - is_zero) * the_zero * others;
-    g[0] = dy.reshape(keep) * ((zeros == T(0)) * others + (zeros == T(1)) * one_zero);
+    const auto two_zeros = is_zero * (the_zero - x) * p;         // the other zero times the rest
+    g[0] = dy.reshape(keep) * ((zeros == T(0)) * others + (zeros == T(1)) * one_zero + (zeros == T(2)) * two_zeros);
   }
 };
 template <FloatScalar T> Tensor<T> prod(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
@@ -208,7 +210,8 @@ Tensor<T> extremum_all(const Tensor<T>& x, ReduceOp op, const char* name) {
               "); the result would have no value");
   const Shape red = reduction_dims(Shape{}, x.dim(), name);
   auto y = squeeze_fresh(reduce_raw(op, x, red, name), x.shape(), red, false);
-  if (any_requires_grad<T>({&x})) record(y, ExtremumOp{}, {&x}, SavedTensor<T>::input(x), SavedTensor<T>::output(y));
+  if constexpr (FloatScalar<T>)
+    if (any_requires_grad<T>({&x})) record(y, ExtremumOp{}, {&x}, SavedTensor<T>::input(x), SavedTensor<T>::output(y));
   return y;
 }
 }  // namespace detail

@@ -4,14 +4,18 @@
 // frost::compiled CMake target does this) a program sees only the
 // declaration of cpu_backend<T>() and links the kernels from one compiled
 // translation unit, so Eigen and the kernels are not parsed and
-// instantiated in every file: the fast-compile mode.
+// instantiated in every file: the fast-compile mode. The kernels are
+// compiled there by src/cpu_kernels_*.cpp (FROST_CPU_BACKEND_KERNELS), a few
+// dtypes per file so the two cores of a build share them; the file with the
+// Tensor members and the I/O code (FROST_CPU_BACKEND_IMPLEMENTATION) sees
+// only the declaration too.
 #pragma once
 #include <cstdint>
 #include <cstring>
 
 #include "../backend.hpp"
 
-#if !defined(FROST_CPU_BACKEND_EXTERN) || defined(FROST_CPU_BACKEND_IMPLEMENTATION)
+#if !defined(FROST_CPU_BACKEND_EXTERN) || defined(FROST_CPU_BACKEND_KERNELS)
 #include "batch_norm.hpp"
 #include "conv.hpp"
 #include "elementwise.hpp"
@@ -28,17 +32,18 @@ namespace frost {
 template <class T>
 struct CpuBackend final : Backend<T> {
   using Backend<T>::math_unsupported;
+  using Backend<T>::check_int_kernel;
   Device device() const override { return Device::cpu(); }
   DeviceAllocator* allocator() override { return nullptr; }  // CPU storages use the pooled host allocator
 
   void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) override {
-    if constexpr (FloatScalar<T>) cpu::unary(op, x, y, p0, p1);
-    else if (std::is_same_v<T, std::int64_t> && op == UnaryOp::add_scalar)
-      cpu::map_strided(x, y, [p0](T v) { return static_cast<T>(v + p0); });  // counters
+    if constexpr (std::is_integral_v<T>) check_int_kernel(op);
+    if constexpr (FloatScalar<T> || std::is_integral_v<T>) cpu::unary(op, x, y, p0, p1);
     else math_unsupported(op_name(op));
   }
   void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) override {
-    if constexpr (FloatScalar<T>) cpu::binary(op, a, b, y, p);
+    if constexpr (std::is_integral_v<T>) check_int_kernel(op);
+    if constexpr (FloatScalar<T> || std::is_integral_v<T>) cpu::binary(op, a, b, y, p);
     else math_unsupported(op_name(op));
   }
   void where(const View<const T>& c, const View<const T>& a, const View<const T>& b, const View<T>& y) override { cpu::where(c, a, b, y); }
@@ -52,7 +57,7 @@ struct CpuBackend final : Backend<T> {
     cpu::random(y, d, seed, off, lo, hi);
   }
   void reduce(ReduceOp op, const View<const T>& x, int n_reduced, const View<T>& y) override {
-    if constexpr (FloatScalar<T>) cpu::reduce(op, x, n_reduced, y);
+    if constexpr (FloatScalar<T> || std::is_integral_v<T>) cpu::reduce(op, x, n_reduced, y);
     else math_unsupported("reduce");
   }
   void arg_reduce(bool is_max, const View<const T>& x, const View<T>& v, const View<std::int64_t>& i) override {

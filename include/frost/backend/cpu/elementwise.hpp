@@ -66,7 +66,8 @@ bool eigen_unary(const T* x, T* y, std::int64_t n) {
 template <UnaryOp OP, class T>
 void unary_dense(const T* x, T* y, std::int64_t n, T p0, T p1) {
   parallel_for(n, kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-    if (eigen_unary<OP, T>(x + b, y + b, e - b)) return;
+    if constexpr (std::is_floating_point_v<T>)  // integers: the functor loop
+      if (eigen_unary<OP, T>(x + b, y + b, e - b)) return;
     for (std::int64_t i = b; i < e; ++i) y[i] = fn::unary<T>(OP, x[i], p0, p1);
   });
 }

@@ -20,8 +20,8 @@ struct ReduceInit {
     switch (op) {
       case ReduceOp::sum: return T(0);
       case ReduceOp::prod: return T(1);
-      case ReduceOp::max: return -std::numeric_limits<T>::infinity();
-      case ReduceOp::min: return std::numeric_limits<T>::infinity();
+      case ReduceOp::max: return std::is_integral_v<T> ? std::numeric_limits<T>::lowest() : -std::numeric_limits<T>::infinity();
+      case ReduceOp::min: return std::is_integral_v<T> ? std::numeric_limits<T>::max() : std::numeric_limits<T>::infinity();
     }
     return T(0);
   }
@@ -29,7 +29,9 @@ struct ReduceInit {
 
 template <ReduceOp OP, class T>
 inline T combine(T acc, T v) {
-  if constexpr (OP == ReduceOp::sum) return acc + v;
+  if constexpr (std::is_integral_v<T> && OP == ReduceOp::sum) return fn::wrap_add(acc, v);  // wraps, as PyTorch
+  else if constexpr (std::is_integral_v<T> && OP == ReduceOp::prod) return fn::wrap_mul(acc, v);
+  else if constexpr (OP == ReduceOp::sum) return acc + v;
   else if constexpr (OP == ReduceOp::prod) return acc * v;
   else if constexpr (OP == ReduceOp::max) return (v > acc || v != v) ? v : acc;  // NaN wins, as in PyTorch
   else return (v < acc || v != v) ? v : acc;
@@ -39,7 +41,7 @@ template <ReduceOp OP, class T>
 T reduce_run(const T* p, std::int64_t n, std::int64_t stride) {
   T acc = ReduceInit<T>::value(OP);
   if (stride == 1) {
-    if constexpr (OP == ReduceOp::sum) {
+    if constexpr (OP == ReduceOp::sum && std::is_floating_point_v<T>) {
       // 32 independent accumulators: vectorises without -ffast-math, and
       // several vector adds are in flight at once (one chain of 8 was bound
       // by the add latency, not by memory).

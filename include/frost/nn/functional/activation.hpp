@@ -13,8 +13,8 @@ Tensor<T> hardsigmoid(const Tensor<T>& x) {
   return hardtanh(x + T(3), 0, 6) * T(1.0 / 6);
 }
 
-/// x hardsigmoid(x). The gradient is PyTorch's but at x = -3 and x = 3
-/// exactly, where this product rule gives 0 and 1 (PyTorch -0.5 and 1.5).
+/// x hardsigmoid(x). The product rule gives PyTorch 2.15's gradient at
+/// x = -3 and x = 3 too (0 and 1; tests/test_kinks.cpp).
 template <FloatScalar T>
 Tensor<T> hardswish(const Tensor<T>& x) {
   return x * hardsigmoid(x);
@@ -40,12 +40,14 @@ Tensor<T> logsigmoid(const Tensor<T>& x) {
 }
 
 /// x where x > 0, weight x elsewhere; weight has one value, or one per
-/// channel (dim 1 of x, PyTorch's layout).
+/// channel (dim 1 of x, PyTorch's layout). At x = 0 exactly the slope is
+/// the weight, with no derivative in the weight (PyTorch's); one weight
+/// broadcasts as a scalar, so a 0-dim input gives a 0-dim output.
 template <FloatScalar T>
 Tensor<T> prelu(const Tensor<T>& x, const Tensor<T>& weight) {
   frost::detail::check_same_device(x, weight, "nn::functional::prelu");
   FROST_CHECK(weight.dim() <= 1, "frost::nn::functional::prelu: weight must be 1-D or a scalar, got ", weight.shape().str());
-  Tensor<T> w = weight.reshape({-1});
+  Tensor<T> w = weight.numel() == 1 ? weight.reshape(Shape{}) : weight.reshape({-1});
   if (w.numel() != 1) {
     FROST_CHECK(x.dim() >= 2 && x.size(1) == w.numel(), "frost::nn::functional::prelu: weight has ", w.numel(),
                 " values but input of shape ", x.shape().str(), " has ", x.dim() >= 2 ? x.size(1) : 1,
@@ -54,7 +56,7 @@ Tensor<T> prelu(const Tensor<T>& x, const Tensor<T>& weight) {
     for (int d = 2; d < x.dim(); ++d) per_channel.push_back(1);
     w = w.reshape(per_channel);
   }
-  return where(x > T(0), x, x * w);
+  return where(x > T(0), x, where(x < T(0), x * w, x * w.detach()));
 }
 
 }  // namespace frost::nn::functional
