@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ inline std::string temp_path(const std::string& name) {
 using TD = Tensor<double>;
 using TF = Tensor<float>;
 
+/// tests/data/<file>: the reference files the suites compare with.
+inline std::string test_data_path(const std::string& file) {
+  const std::string here = __FILE__;
+  return here.substr(0, here.find_last_of("/\\") + 1) + "data/" + file;
+}
+
 /// Runs `f` and returns the frost::Error message ("" when nothing was thrown).
 template <class F>
 std::string error_of(F&& f) {
@@ -34,15 +41,19 @@ std::string error_of(F&& f) {
   return "";
 }
 
-/// Largest |a - b| / (atol + rtol |b|) over elements (<= 1 means close).
+/// Largest |a - b| / (atol + rtol |b|) over elements (<= 1 means close). A
+/// NaN or an infinity matches only itself: infinitely far from anything
+/// else (a plain quotient would be NaN there, and std::max drops a NaN).
 template <class T>
 double closeness(const std::vector<T>& a, const std::vector<T>& b, double atol, double rtol) {
   REQUIRE(a.size() == b.size());
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     const double x = static_cast<double>(a[i]), y = static_cast<double>(b[i]);
-    if (std::isnan(x) && std::isnan(y)) continue;
-    if (std::isinf(y) && x == y) continue;
+    if (!std::isfinite(x) || !std::isfinite(y)) {
+      if (x == y || (std::isnan(x) && std::isnan(y))) continue;
+      return std::numeric_limits<double>::infinity();
+    }
     worst = std::max(worst, std::fabs(x - y) / (atol + rtol * std::fabs(y)));
   }
   return worst;

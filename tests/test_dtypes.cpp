@@ -13,10 +13,7 @@ using namespace frost::test;
 
 namespace {
 
-std::string reference_path() {
-  std::string here = __FILE__;
-  return here.substr(0, here.find_last_of("/\\") + 1) + "data/dtypes_reference.safetensors";
-}
+std::string reference_path() { return test_data_path("dtypes_reference.safetensors"); }
 
 template <class T>
 std::vector<std::uint8_t> bytes_of(const Tensor<T>& t) {

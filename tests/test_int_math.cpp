@@ -15,10 +15,7 @@ using namespace frost::test;
 namespace {
 
 const SafetensorsFile& reference() {
-  static const SafetensorsFile f = [] {
-    std::string here = __FILE__;
-    return SafetensorsFile::open(here.substr(0, here.find_last_of("/\\") + 1) + "data/int_math_reference.safetensors");
-  }();
+  static const SafetensorsFile f = SafetensorsFile::open(test_data_path("int_math_reference.safetensors"));
   return f;
 }
 

@@ -13,10 +13,7 @@ using T = Tensor<float>;
 
 namespace {
 
-std::string data_path(const std::string& name) {
-  std::string here = __FILE__;
-  return here.substr(0, here.find_last_of("/\\") + 1) + "data/" + name + ".safetensors";
-}
+std::string data_path(const std::string& name) { return test_data_path(name + ".safetensors"); }
 
 T io(const std::string& model, const std::string& name) {
   return SafetensorsFile::open(data_path(model + "_io")).get<float>(name);

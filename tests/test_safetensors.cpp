@@ -35,10 +35,7 @@ Bytes zeros(std::size_t n) { return Bytes(n, 0); }
 
 SafetensorsFile hostile(const Bytes& b) { return SafetensorsFile::from_bytes(b, "hostile.safetensors"); }
 
-std::string reference_path() {
-  const std::string here = __FILE__;
-  return here.substr(0, here.find_last_of("/\\") + 1) + "data/reference.safetensors";
-}
+std::string reference_path() { return test_data_path("reference.safetensors"); }
 
 std::string temp_path(const char* tag) {
   return (std::filesystem::temp_directory_path() /

@@ -1,5 +1,5 @@
 // frost::optim: optimizers (SGD, Adam, AdamW, RMSprop), learning-rate
-// schedulers and nn::utils::clip_grad_norm_.
+// schedulers, nn::utils::clip_grad_norm_ and amp::GradScaler.
 #pragma once
 
 #include "optim/optimizer.hpp"
@@ -8,3 +8,4 @@
 #include "optim/rmsprop.hpp"
 #include "optim/lr_scheduler.hpp"
 #include "optim/clip_grad.hpp"
+#include "amp/grad_scaler.hpp"

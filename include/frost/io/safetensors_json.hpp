@@ -45,7 +45,7 @@ struct HeaderShapeCheck {
     element();
     if (frames.size() >= 3)
       bad("header nests deeper than a safetensors header (name -> entry -> shape) under '", under(), "'");
-    frames.push_back(Frame{object});
+    frames.push_back(Frame{object, 0, {}});
     return true;
   }
   bool close() {

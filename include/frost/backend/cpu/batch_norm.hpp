@@ -109,7 +109,7 @@ void batch_norm_backward(std::int64_t n, std::int64_t c, std::int64_t inner, con
   std::vector<T> k(static_cast<std::size_t>(c)), c1(static_cast<std::size_t>(c)), c2(static_cast<std::size_t>(c));
   parallel_for(c, bn::grain_of(n * inner), [&](std::int64_t lo, std::int64_t hi) {
     for (std::int64_t ch = lo; ch < hi; ++ch) {
-      const double mean = double(save_mean[ch]), invstd = double(save_invstd[ch]);
+      const double invstd = double(save_invstd[ch]);
       const T m = save_mean[ch];
       const double sdy = bn::channel_sum(n, c, inner, ch, dy, dy, [](const auto& ga, const auto&) { return ga.sum(); });
       const double sdyx =
