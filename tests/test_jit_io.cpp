@@ -45,15 +45,12 @@ std::vector<std::uint8_t> with_metadata(const std::string& path,
     const auto& info = f.info(n);
     detail::safetensors::OutEntry e;
     e.name = n;
-    e.dtype = info.dtype == "F32" ? "F32" : info.dtype == "F64" ? "F64" : "I64";
+    e.dtype = info.dtype;
     e.shape = info.shape;
-    if (info.dtype == "F32") {
-      const auto t = f.get<float>(n);
-      e.data.assign(reinterpret_cast<const std::uint8_t*>(t.data()), reinterpret_cast<const std::uint8_t*>(t.data()) + t.numel() * 4);
-    } else {
-      const auto t = f.get<std::int64_t>(n);
-      e.data.assign(reinterpret_cast<const std::uint8_t*>(t.data()), reinterpret_cast<const std::uint8_t*>(t.data()) + t.numel() * 8);
-    }
+    f.get_any(n).visit([&](const auto& t) {
+      const auto* p = reinterpret_cast<const std::uint8_t*>(t.data());
+      e.data.assign(p, p + t.numel() * static_cast<std::int64_t>(sizeof(*t.data())));
+    });
     entries.push_back(std::move(e));
   }
   return detail::safetensors::serialize(entries, meta);
@@ -205,6 +202,13 @@ TEST_CASE("jit::Plan::load: corrupt, truncated, other-version and hostile files 
                  j.insert(at + 7, "99");  // "kind":<n> becomes "kind":99<n>
                }),
                "step kind");
+  // A step of a kind only float32 / float64 have (the MLP's first, a linear) made int32.
+  expect_error(with_plan_json(path, [](std::string& j) {
+                 const std::regex first(R"((\"steps\":\[\{\"conv\":\[[^\]]*\],\"dtype\":)0)");
+                 REQUIRE(std::regex_search(j, first));
+                 j = std::regex_replace(j, first, "$017", std::regex_constants::format_first_only);
+               }),
+               "step needs float32 or float64, not int32");
   // A conv + pool step frozen to pool in the conv's pass (no scratch) whose
   // prepared filters are taken away: this build cannot pool it in one pass,
   // and the run says so before any kernel runs.

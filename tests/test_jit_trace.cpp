@@ -194,8 +194,10 @@ TEST_CASE("jit: a cast step reading another dtype than it states, or an unknown 
   CHECK_NOTHROW(check());
   cast->op = static_cast<int>(DType::float64);  // the argmax's int64 read as double
   CHECK_THROWS_WITH_AS(check(), doctest::Contains("reads buffer"), Error);
-  cast->op = 7;
-  CHECK_THROWS_WITH_AS(check(), doctest::Contains("op code 7 is out of range"), Error);
+  cast->op = static_cast<int>(DType::int32);  // a dtype, but not the buffer's
+  CHECK_THROWS_WITH_AS(check(), doctest::Contains("reads buffer 2 (int64) as int32"), Error);
+  cast->op = kDTypeCount;
+  CHECK_THROWS_WITH_AS(check(), doctest::Contains("op code 10 is out of range"), Error);
 }
 
 TEST_CASE("jit::Plan::run: wrong input count or shape is a frost::Error") {

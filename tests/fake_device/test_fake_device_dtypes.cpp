@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "../dtype_parity.hpp"
+#include "../plan_dtypes.hpp"
 #include "fake_device.hpp"
 
 namespace fake = frost::test::fake;
@@ -20,5 +21,12 @@ TEST_CASE("fake device: integer and bool math runs on the device, as on the CPU"
   fake::install();
   (void)fake::take_violations();
   frost::test::int_math_on_every_dtype(frost::Device::cuda(0));
+  CHECK(fake::take_violations().empty());
+}
+
+TEST_CASE("fake device: a plan holding bool and integer values runs on the device as eager does on the CPU") {
+  fake::install();
+  (void)fake::take_violations();
+  frost::test::plan_every_dtype_on(frost::Device::cuda(0));
   CHECK(fake::take_violations().empty());
 }

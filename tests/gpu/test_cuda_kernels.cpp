@@ -17,6 +17,7 @@
 
 #include "../../examples/research_model.hpp"
 #include "../dtype_parity.hpp"
+#include "../plan_dtypes.hpp"
 #include "gpu_support.hpp"
 
 namespace {
@@ -45,6 +46,11 @@ TEST_CASE("cuda: every dtype's factories and casts between every pair (cast_kern
 TEST_CASE("cuda: integer and bool math (the integer functors, reductions) equals the CPU's, bit for bit") {
   if (no_gpu()) return;
   frost::test::int_math_on_every_dtype(kCuda);
+}
+
+TEST_CASE("cuda: a plan holding bool and integer values runs on the GPU as eager does on the CPU, bit for bit") {
+  if (no_gpu()) return;
+  frost::test::plan_every_dtype_on(kCuda);
 }
 
 TEST_CASE("cuda: batch norm through cuDNN matches the CPU in double (training, running stats, gradients, eval)") {

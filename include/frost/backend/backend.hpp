@@ -373,14 +373,6 @@ inline Backend<T>& backend_for(Device d) {
                 "x.device()))");
     return *detail::tracing_backend<T>;
   }
-  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double> && !std::is_same_v<T, std::int64_t>) {
-    // A plan's steps are float32, float64 or int64 (the tracer installs
-    // those three): refused rather than run unrecorded, which would leave
-    // the plan without the work.
-    FROST_CHECK(!detail::tracing(), "frost::jit::trace: the traced code used a ", dtype_name<T>(),
-                " tensor; a frozen plan holds float32, float64 and int64 values only (keep ", dtype_name<T>(),
-                " work outside the traced forward, or convert with to<float>() / to<std::int64_t>() before it)");
-  }
   if (FROST_LIKELY(d.is_cpu())) return cpu_backend<T>();
   FROST_CHECK(d.index >= 0 && d.index < kMaxCudaDevices, "frost: ", d.str(),
               " is not a device index frost takes (cuda:0 to cuda:", kMaxCudaDevices - 1, ")");

@@ -268,7 +268,7 @@ void run_few_rows_chain(const Step* s, std::size_t count, Bases b) {
 /// of them split; 0 when there are fewer than two or one thread.
 inline std::size_t few_rows_chain(const Step* s, const Step* end) {
 #if defined(_OPENMP)
-  if (omp_get_max_threads() < 2 || omp_in_parallel() || s->dtype == DType::int64) return 0;
+  if (omp_get_max_threads() < 2 || omp_in_parallel() || (s->dtype != DType::float32 && s->dtype != DType::float64)) return 0;
   std::size_t n = 0;
   bool split = false;
   for (; s + n != end && few_rows_linear(s[n]) && s[n].dtype == s->dtype; ++n) split = split || split_linear(s[n]);
@@ -482,9 +482,10 @@ void run_conv_pool(Backend<T>& be, const Step& s, Bases b) {
   work(0, 0, units);
 }
 
+/// The step kinds of every dtype (elementwise, copies, fills, random draws,
+/// reductions, indexing, casts) on backend `be`; false for the others.
 template <class T>
-void run_typed(const Step& s, Bases b, Device d) {
-  Backend<T>& be = backend_for<T>(d);
+bool run_common(Backend<T>& be, const Step& s, Bases b) {
   auto in = [&](std::size_t i) { return view<const T>(s.in[i], b); };
   auto out = [&](std::size_t i) { return view<T>(s.out[i], b); };
   switch (s.kind) {
@@ -498,13 +499,6 @@ void run_typed(const Step& s, Bases b, Device d) {
       break;
     case StepKind::reduce: be.reduce(static_cast<ReduceOp>(s.op), in(0), static_cast<int>(s.i0), out(0)); break;
     case StepKind::arg_reduce: be.arg_reduce(s.i0 != 0, in(0), out(0), view<std::int64_t>(s.out[1], b)); break;
-    case StepKind::softmax: be.softmax(in(0), out(0), s.i0 != 0); break;
-    case StepKind::gemm: {
-      const GemmArgs& g = s.gemm;
-      be.gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, T(g.alpha), ptr<const T>(s.in[0], b), g.lda, g.sa,
-              ptr<const T>(s.in[1], b), g.ldb, g.sb, T(g.beta), ptr<T>(s.out[0], b), g.ldc, g.sc, g.batch);
-      break;
-    }
     case StepKind::index_select:
       be.index_select(in(0), static_cast<int>(s.i0), view<const std::int64_t>(s.in[1], b), out(0));
       break;
@@ -513,6 +507,29 @@ void run_typed(const Step& s, Bases b, Device d) {
       // in[0] is the accumulator, the same window as out[0]
       be.scatter_add(out(0), static_cast<int>(s.i0), view<const std::int64_t>(s.in[1], b), in(2));
       break;
+    case StepKind::cast:  // from the source's type (validate: a DType)
+      visit_dtype(static_cast<DType>(s.op), [&](auto tag) { be.cast(view<const decltype(tag)>(s.in[0], b), out(0)); });
+      break;
+    case StepKind::guard: break;  // the plan checks guards itself
+    default: return false;
+  }
+  return true;
+}
+
+template <FloatScalar T>
+void run_typed(const Step& s, Bases b, Device d) {
+  Backend<T>& be = backend_for<T>(d);
+  if (run_common(be, s, b)) return;
+  auto in = [&](std::size_t i) { return view<const T>(s.in[i], b); };
+  auto out = [&](std::size_t i) { return view<T>(s.out[i], b); };
+  switch (s.kind) {
+    case StepKind::softmax: be.softmax(in(0), out(0), s.i0 != 0); break;
+    case StepKind::gemm: {
+      const GemmArgs& g = s.gemm;
+      be.gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, T(g.alpha), ptr<const T>(s.in[0], b), g.lda, g.sa,
+              ptr<const T>(s.in[1], b), g.ldb, g.sb, T(g.beta), ptr<T>(s.out[0], b), g.ldc, g.sc, g.batch);
+      break;
+    }
     case StepKind::conv2d:
       if (prepared(s, be)) be.conv2d_prepared(s.conv, in(0), in(3), ptr<const T>(s.in[2], b), out(0), static_cast<UnaryOp>(s.op));
       else be.conv2d(s.conv, in(0), in(1), ptr<const T>(s.in[2], b), out(0), static_cast<UnaryOp>(s.op));
@@ -529,10 +546,8 @@ void run_typed(const Step& s, Bases b, Device d) {
     case StepKind::avg_pool2d: be.avg_pool2d(s.pool, in(0), out(0)); break;
     case StepKind::avg_pool2d_backward: be.avg_pool2d_backward(s.pool, in(0), out(0)); break;
     case StepKind::linear:
-      if constexpr (FloatScalar<T>) {
-        if (d.is_cpu()) run_linear<T>(s, b);
-        else run_linear_device<T>(be, s, b);
-      }
+      if (d.is_cpu()) run_linear<T>(s, b);
+      else run_linear_device<T>(be, s, b);
       break;
     case StepKind::batch_norm: {
       // Prepared form (freeze's batch-norm pass): in = {x, scale, shift}, y = x scale + shift per channel.
@@ -545,27 +560,23 @@ void run_typed(const Step& s, Bases b, Device d) {
     case StepKind::linear_chain:
       // Made by freeze for the CPU only (its panels); a device freezes the traced graph again.
       FROST_CHECK(d.is_cpu(), "frost::jit: a linear_chain step runs on the CPU only, not ", d.str());
-      if constexpr (FloatScalar<T>) run_linear_rows<T>(s, b);
+      run_linear_rows<T>(s, b);
       break;
     case StepKind::quantized_linear:
       // Made by freeze for the CPU only; a device freezes the traced graph again (its linears in float).
       FROST_CHECK(d.is_cpu(), "frost::jit: a quantized_linear step runs on the CPU only, not ", d.str());
-      if constexpr (FloatScalar<T>) run_quantized_linear<T>(s, b);
+      run_quantized_linear<T>(s, b);
       break;
     case StepKind::elementwise: run_elementwise<T>(be, s, b); break;
     case StepKind::conv2d_pool: run_conv_pool<T>(be, s, b); break;
-    case StepKind::cast:
-      switch (static_cast<DType>(s.op)) {  // the source's type (validate: a DType)
-        case DType::float32: be.cast(view<const float>(s.in[0], b), out(0)); break;
-        case DType::float64: be.cast(view<const double>(s.in[0], b), out(0)); break;
-        case DType::int64: be.cast(view<const std::int64_t>(s.in[0], b), out(0)); break;
-        default: frost::detail::fail("frost::jit: a cast from ", dtype_name(static_cast<DType>(s.op)),
-                                     " (plans hold float32, float64 and int64 steps)");
-      }
-      break;
-    case StepKind::guard: break;  // the plan checks guards itself
+    default: break;  // run_common's
   }
 }
+
+/// A step of a dtype other than float32 / float64 (run_common's kinds). One
+/// dispatch over eight dtypes: inline in header-only builds, compiled once
+/// in src/compiled_jit.cpp for frost::compiled (execute_plain.hpp).
+void run_plain_step(const Step& s, Bases b, Device d);
 
 /// Fills every prepared buffer of `g` (in[3] of a linear step: the CPU
 /// GEMM's panels of its weight in[1]; a linear_chain's panels beside each
@@ -614,12 +625,13 @@ void make_prepared(Graph& g) {
 
 /// Runs `s` with every buffer at bases[id] (memory of device `d`).
 inline void run_step(const Step& s, Bases b, Device d = Device::cpu()) {
-  switch (s.dtype) {
-    case DType::float32: run_typed<float>(s, b, d); break;
-    case DType::float64: run_typed<double>(s, b, d); break;
-    case DType::int64: run_typed<std::int64_t>(s, b, d); break;
-    default: frost::detail::fail("frost::jit: a ", dtype_name(s.dtype), " step (plans hold float32, float64 and int64 steps)");
-  }
+  if (s.dtype == DType::float32) run_typed<float>(s, b, d);
+  else if (s.dtype == DType::float64) run_typed<double>(s, b, d);
+  else run_plain_step(s, b, d);
 }
 
 }  // namespace frost::jit::detail
+
+#if !defined(FROST_CPU_BACKEND_EXTERN) || defined(FROST_JIT_IMPLEMENTATION)
+#include "execute_plain.hpp"
+#endif

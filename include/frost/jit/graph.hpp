@@ -6,6 +6,7 @@
 // names (a buffer written again gets a new %name), like TorchScript's dump.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -58,6 +59,20 @@ inline const char* step_kind_name(StepKind k) {
       "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward", "linear", "batch_norm", "dropout", "elementwise",
       "conv2d_pool", "guard", "linear_chain", "quantized_linear", "cast"};
   return names[static_cast<int>(k)];
+}
+
+/// Steps of float32 and float64 are of every kind; those of the other
+/// dtypes only of the kinds that have a kernel for every dtype (execute.hpp's
+/// run_common).
+inline bool every_kind_dtype(DType d) { return d == DType::float32 || d == DType::float64; }
+inline bool every_dtype_kind(StepKind k) {
+  switch (k) {
+    case StepKind::unary: case StepKind::binary: case StepKind::where: case StepKind::copy: case StepKind::dropout:
+    case StepKind::fill: case StepKind::random: case StepKind::reduce: case StepKind::arg_reduce:
+    case StepKind::index_select: case StepKind::gather: case StepKind::scatter_add: case StepKind::cast:
+    case StepKind::guard: return true;
+    default: return false;
+  }
 }
 
 struct GemmArgs {
@@ -182,6 +197,17 @@ inline std::int64_t strided_offset(const Shape& shape, const Shape& strides, std
 
 using frost::dtype_size;
 
+/// Whether the one element of dtype `d` at `p` is non-zero (NaN is true), as
+/// `if (t)` reads a one-element tensor of any dtype.
+inline bool truth_at(DType d, const void* p) {
+  return visit_dtype(d, [&](auto tag) {
+    using U = decltype(tag);
+    U v;
+    std::memcpy(&v, p, sizeof(U));
+    return static_cast<double>(v) != 0.0;
+  });
+}
+
 /// PyTorch's short names (FloatTensor, LongTensor, ...).
 inline const char* dtype_short(DType d) {
   switch (d) {
@@ -250,7 +276,7 @@ inline std::string step_attrs(const Step& s) {
       }
       break;
     case StepKind::index_select: case StepKind::gather: case StepKind::scatter_add: o << "dim=" << s.i0; break;
-    case StepKind::cast: if (s.op >= 0 && s.op <= 2) o << "from=" << dtype_short(static_cast<DType>(s.op)); break;
+    case StepKind::cast: if (s.op >= 0 && s.op < kDTypeCount) o << "from=" << dtype_short(static_cast<DType>(s.op)); break;
     default: break;
   }
   std::string r = o.str();

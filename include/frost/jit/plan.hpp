@@ -110,7 +110,7 @@ class Plan {
         if (buf.kind != BufferKind::constant || !buf.data) continue;
         frost::detail::safetensors::OutEntry e;
         e.name = prefix + detail::constant_tensor_name(b);
-        e.dtype = buf.dtype == DType::float32 ? "F32" : buf.dtype == DType::float64 ? "F64" : "I64";
+        e.dtype = frost::detail::safetensors::dtype_string(buf.dtype);  // a view of a literal
         e.shape = Shape{buf.numel};
         e.data.resize(buf.data->nbytes);
         if (!e.data.empty()) std::memcpy(e.data.data(), buf.data->data, e.data.size());
@@ -201,18 +201,23 @@ class Plan {
     const auto f = SafetensorsFile::open(path);
     std::map<std::string, Ref<StorageImpl>> by_name;
     std::map<std::string, std::pair<DType, std::int64_t>> meta;
+    // Each weight in the dtype the plan holds it in (a file's F16 / F32 / F64
+    // weights convert to a float plan's, its integers to an index buffer's
+    // int64 or a mask's bool); a name the plan lacks is left alone.
+    std::map<std::string, DType> want;
+    if (source_)
+      for (const auto& b : source_->buffers)
+        if (b.kind == BufferKind::constant && b.param) want[b.name] = b.dtype;
     for (const auto& name : f.names()) {
       const auto& info = f.info(name);
-      const bool integer = info.dtype != "F16" && info.dtype != "BF16" && info.dtype != "F32" && info.dtype != "F64";
-      if (integer) {
-        auto t = f.get<std::int64_t>(name);
+      const bool floating = info.dtype == "F16" || info.dtype == "BF16" || info.dtype == "F32" || info.dtype == "F64";
+      const auto it = want.find(name);
+      const DType dt = it != want.end() ? it->second : floating ? dtype_of<T>() : DType::int64;
+      visit_dtype(dt, [&](auto tag) {
+        auto t = f.get<decltype(tag)>(name);
         by_name[name] = t.impl()->storage;
-        meta[name] = {DType::int64, t.numel()};
-      } else {
-        auto t = f.get<T>(name);
-        by_name[name] = t.impl()->storage;
-        meta[name] = {dtype_of<T>(), t.numel()};
-      }
+        meta[name] = {dt, t.numel()};
+      });
     }
     refit_with(by_name, meta, path);
   }
@@ -656,9 +661,7 @@ class Plan {
                         static_cast<std::int64_t>(host.nbytes / sizeof(U)));
       return dev;
     };
-    if (dt == DType::float32) return put(float{});
-    if (dt == DType::float64) return put(double{});
-    return put(std::int64_t{});
+    return visit_dtype(dt, put);
   }
 
   /// Copies the inputs (CPU or device, any layout) into the workspace's input buffers.
@@ -809,9 +812,10 @@ class Plan {
     }
   }
   void read_back(DType dt, const void* dev, void* host, std::int64_t n) const {
-    if (dt == DType::float32) backend_for<float>(device_).copy_to_host(static_cast<const float*>(dev), static_cast<float*>(host), n);
-    else if (dt == DType::float64) backend_for<double>(device_).copy_to_host(static_cast<const double*>(dev), static_cast<double*>(host), n);
-    else backend_for<std::int64_t>(device_).copy_to_host(static_cast<const std::int64_t*>(dev), static_cast<std::int64_t*>(host), n);
+    visit_dtype(dt, [&](auto tag) {
+      using U = decltype(tag);
+      backend_for<U>(device_).copy_to_host(static_cast<const U*>(dev), static_cast<U*>(host), n);
+    });
   }
   void check_guard(const Step& s, const Buffer& b, const void* base) const {
     const Guard& gd = g_.guards[static_cast<std::size_t>(s.guard)];

@@ -107,7 +107,7 @@ struct Reader {
 };
 
 inline DType dtype(const Reader& r, const json& v) {
-  return static_cast<DType>(r.i64_in(v, "dtype", 0, 2));
+  return static_cast<DType>(r.i64_in(v, "dtype", 0, kDTypeCount - 1));
 }
 
 }  // namespace plan_json
@@ -180,14 +180,10 @@ FROST_PLAN_IO_INLINE PlanParts plan_from_json(const std::string& text, const Saf
       const std::string tn = prefix + constant_tensor_name(g.buffers.size());
       const SafetensorsInfo& info = f.info(tn);
       if (info.shape != Shape{x.numel}) r.bad("tensor '", tn, "' has shape ", info.shape.str(), ", expected [", x.numel, "]");
-      Ref<StorageImpl> st;
-      switch (x.dtype) {
-        case DType::float32: st = f.get<float>(tn).impl()->storage; break;
-        case DType::float64: st = f.get<double>(tn).impl()->storage; break;
-        case DType::int64: st = f.get<std::int64_t>(tn).impl()->storage; break;
-        default: r.bad("buffer dtype ", dtype_name(x.dtype), " (plans hold float32, float64 and int64)");
-      }
-      x.data = st;
+      // Stored in the buffer's own dtype: anything else is a corrupt file, not a conversion to make.
+      if (info.dtype != frost::detail::safetensors::dtype_string(x.dtype))
+        r.bad("tensor '", tn, "' is ", info.dtype, ", the buffer ", dtype_name(x.dtype));
+      x.data = visit_dtype(x.dtype, [&](auto tag) { return f.get<decltype(tag)>(tn).impl()->storage; });
     }
     g.buffers.push_back(std::move(x));
   }

@@ -90,6 +90,16 @@ class TracingBackend final : public Backend<T> {
  private:
   template <class S>
   void cast_from(const View<const S>& x, const View<T>& y);
+  /// A scalar operand as the double a Step holds it in: an int64 one that
+  /// double does not hold exactly (beyond 2^53) is refused, not changed.
+  static double held(T v, const char* what) {
+    const double d = static_cast<double>(v);
+    if constexpr (std::is_same_v<T, std::int64_t>)
+      FROST_CHECK(d >= -9.2233720368547758e18 && d < 9.2233720368547758e18 && static_cast<T>(d) == v,
+                  "frost::jit::trace: the int64 scalar ", v, " of a traced ", what, " is not a double exactly (beyond "
+                  "2^53); a plan step holds its scalars as double, so pass the value as a tensor instead");
+    return d;
+  }
   Step step(StepKind k) const {
     Step s;
     s.kind = k;
@@ -105,15 +115,14 @@ class TracingBackend final : public Backend<T> {
 /// Installed for the duration of one trace on one thread (not nestable).
 class Tracer final : public frost::detail::TraceHooks {
  public:
-  explicit Tracer(DType dtype)
-      : f32_(*this, cpu_backend<float>()), f64_(*this, cpu_backend<double>()), i64_(*this, cpu_backend<std::int64_t>()) {
+  explicit Tracer(DType dtype) {
     FROST_CHECK(frost::detail::trace_hooks == nullptr,
                 "frost::jit::trace: a trace is already running on this thread; traces do not nest");
     g_.dtype = dtype;
     frost::detail::trace_hooks = this;
-    frost::detail::tracing_backend<float> = &f32_;
-    frost::detail::tracing_backend<double> = &f64_;
-    frost::detail::tracing_backend<std::int64_t> = &i64_;
+#define FROST_TRACER_INSTALL(type, e, name, st) frost::detail::tracing_backend<type> = &e##_;
+    FROST_FOR_EACH_DTYPE(FROST_TRACER_INSTALL)
+#undef FROST_TRACER_INSTALL
   }
   ~Tracer() override { uninstall(); }
   Tracer(const Tracer&) = delete;
@@ -122,9 +131,9 @@ class Tracer final : public frost::detail::TraceHooks {
   void uninstall() {
     if (frost::detail::trace_hooks != this) return;
     frost::detail::trace_hooks = nullptr;
-    frost::detail::tracing_backend<float> = nullptr;
-    frost::detail::tracing_backend<double> = nullptr;
-    frost::detail::tracing_backend<std::int64_t> = nullptr;
+#define FROST_TRACER_UNINSTALL(type, e, name, st) frost::detail::tracing_backend<type> = nullptr;
+    FROST_FOR_EACH_DTYPE(FROST_TRACER_UNINSTALL)
+#undef FROST_TRACER_UNINSTALL
   }
 
   template <class T>
@@ -199,9 +208,7 @@ class Tracer final : public frost::detail::TraceHooks {
     Guard gd;
     gd.how = how;
     if (how == frost::detail::HostRead::condition) {
-      gd.outcome = v.dtype == DType::float32   ? *static_cast<const float*>(v.data) != 0
-                   : v.dtype == DType::float64 ? *static_cast<const double*>(v.data) != 0
-                                               : *static_cast<const std::int64_t*>(v.data) != 0;
+      gd.outcome = detail::truth_at(v.dtype, v.data);
       auto it = locations_.find(v.data);
       gd.where = it != locations_.end() ? where(it->second)
                                         : std::string("an `if` on a tensor (compare it with a scalar, e.g. "
@@ -349,9 +356,10 @@ class Tracer final : public frost::detail::TraceHooks {
   }
 
   Graph g_;
-  detail::TracingBackend<float> f32_;
-  detail::TracingBackend<double> f64_;
-  detail::TracingBackend<std::int64_t> i64_;
+  // One recording backend per dtype: a plan holds values of every dtype.
+#define FROST_TRACER_MEMBER(type, e, name, st) detail::TracingBackend<type> e##_{*this, cpu_backend<type>()};
+  FROST_FOR_EACH_DTYPE(FROST_TRACER_MEMBER)
+#undef FROST_TRACER_MEMBER
   std::map<std::uintptr_t, StorageImpl*> addr_;
   std::unordered_map<const StorageImpl*, int> buf_of_;
   std::unordered_map<const void*, frost::detail::SourceLocation> locations_;
@@ -373,7 +381,7 @@ namespace detail {
 template <class T>
 void TracingBackend<T>::unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) {
   FROST_TRACE_BEGIN(unary)
-  s.op = static_cast<int>(op), s.p0 = double(p0), s.p1 = double(p1);
+  s.op = static_cast<int>(op), s.p0 = held(p0, op_name(op)), s.p1 = held(p1, op_name(op));
   s.in = {t_.read(raw(x))};
   s.out = {t_.write(raw(y))};
   FROST_TRACE_END
@@ -382,7 +390,7 @@ void TracingBackend<T>::unary(UnaryOp op, const View<const T>& x, const View<T>&
 template <class T>
 void TracingBackend<T>::binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) {
   FROST_TRACE_BEGIN(binary)
-  s.op = static_cast<int>(op), s.p0 = double(p);
+  s.op = static_cast<int>(op), s.p0 = held(p, op_name(op));
   s.in = {t_.read(raw(a)), t_.read(raw(b))};
   s.out = {t_.write(raw(y))};
   FROST_TRACE_END
@@ -407,7 +415,7 @@ void TracingBackend<T>::copy(const View<const T>& x, const View<T>& y) {
 template <class T>
 void TracingBackend<T>::fill(const View<T>& y, T value) {
   FROST_TRACE_BEGIN(fill)
-  s.p0 = double(value);
+  s.p0 = held(value, "fill");
   s.out = {t_.write(raw(y))};
   FROST_TRACE_END
   real_.fill(y, value);
@@ -572,10 +580,6 @@ void TracingBackend<T>::avg_pool2d_backward(const Pool2dParams& p, const View<co
 template <class T>
 template <class S>
 void TracingBackend<T>::cast_from(const View<const S>& x, const View<T>& y) {
-  // Tensors of other dtypes cannot be made in a trace (backend_for refuses
-  // them), so no traced value has one; this keeps that so for the plan.
-  FROST_CHECK((std::is_same_v<S, float> || std::is_same_v<S, double> || std::is_same_v<S, std::int64_t>),
-              "frost::jit::trace: a cast from ", dtype_name<S>(), "; a frozen plan holds float32, float64 and int64 values only");
   FROST_TRACE_BEGIN(cast)
   s.op = static_cast<int>(dtype_of<S>());  // the step's dtype is y's
   s.in = {t_.read(raw(x))};
@@ -586,6 +590,14 @@ void TracingBackend<T>::cast_from(const View<const S>& x, const View<T>& y) {
 
 #undef FROST_TRACE_BEGIN
 #undef FROST_TRACE_END
+
+// frost::compiled: the ten recording backends are compiled once, in
+// src/compiled_jit.cpp, not in every file that includes the jit.
+#if defined(FROST_CPU_BACKEND_EXTERN) && !defined(FROST_JIT_IMPLEMENTATION)
+#define FROST_TRACE_EXTERN(type, e, name, st) extern template class TracingBackend<type>;
+FROST_FOR_EACH_DTYPE(FROST_TRACE_EXTERN)
+#undef FROST_TRACE_EXTERN
+#endif
 
 }  // namespace detail
 }  // namespace frost::jit

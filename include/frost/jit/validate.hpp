@@ -254,6 +254,8 @@ struct Validator {
     const DType dt = s.dtype;
     for (const auto& o : s.out) writes(o);
     const auto I64 = DType::int64;
+    if (!every_kind_dtype(dt) && !every_dtype_kind(s.kind))
+      invalid(source, k, "a ", step_kind_name(s.kind), " step needs float32 or float64, not ", dtype_name(dt));
     switch (s.kind) {
       case StepKind::unary: count(s, 1, 1), slot(s.in[0], dt), slot(s.out[0], dt), same(s.in[0].shape, s.out[0].shape),
                             op_below(s.op, kUnaryOpCount); break;
@@ -265,7 +267,7 @@ struct Validator {
         slot(s.out[0], dt);
         break;
       case StepKind::copy: case StepKind::dropout: count(s, 1, 1), slot(s.in[0], dt), slot(s.out[0], dt), same(s.in[0].shape, s.out[0].shape); break;
-      case StepKind::cast: count(s, 1, 1), op_below(s.op, 3), slot(s.in[0], static_cast<DType>(s.op)), slot(s.out[0], dt),
+      case StepKind::cast: count(s, 1, 1), op_below(s.op, kDTypeCount), slot(s.in[0], static_cast<DType>(s.op)), slot(s.out[0], dt),
                            same(s.in[0].shape, s.out[0].shape); break;
       case StepKind::fill: count(s, 0, 1), slot(s.out[0], dt); break;
       case StepKind::random: count(s, 0, 1), slot(s.out[0], dt), op_below(s.op, 4); break;
@@ -334,7 +336,6 @@ struct Validator {
         pool(s);
         break;
       case StepKind::conv2d_pool: {
-        if (dt == I64) invalid(source, k, "conv2d_pool needs a floating dtype");
         count(s, s.in.size() == 4 ? 4 : 3, 2);
         slot(s.in[0], dt), slot(s.in[1], dt), slot(s.in[2], dt, true), slot(s.out[0], dt), slot(s.out[1], dt);
         if (s.in.size() == 4) slot(s.in[3], dt);
@@ -363,19 +364,16 @@ struct Validator {
         break;
       }
       case StepKind::linear:
-        if (dt == I64) invalid(source, k, "linear needs a floating dtype");
         if (s.in.size() == 3) slot(s.in[0], dt), slot(s.in[1], dt), slot(s.in[2], dt, true);
         if (s.out.size() == 1) slot(s.out[0], dt);
         linear(s);
         break;
       case StepKind::linear_chain:
-        if (dt == I64) invalid(source, k, "linear_chain needs a floating dtype");
         for (std::size_t i = 0; i < s.in.size(); ++i) slot(s.in[i], dt, i % 3 == 2);
         for (const auto& o : s.out) slot(o, dt);
         linear_chain(s);
         break;
       case StepKind::quantized_linear:
-        if (dt == I64) invalid(source, k, "quantized_linear needs a floating dtype");
         for (std::size_t i = 0; i < s.in.size(); ++i) slot(s.in[i], dt, i == 2);
         for (const auto& o : s.out) slot(o, dt);
         quantized_linear(s);
@@ -401,7 +399,6 @@ struct Validator {
         break;
       }
       case StepKind::elementwise:
-        if (dt == I64) invalid(source, k, "fused elementwise steps need a floating dtype");
         for (const auto& x : s.in) slot(x, dt);
         if (s.out.size() == 1) slot(s.out[0], dt);
         elementwise(s);

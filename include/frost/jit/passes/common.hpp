@@ -30,15 +30,11 @@ inline std::vector<double> constant_values(const FreezeState& st, int b) {
   if (it != st.exact.end()) return it->second;
   const Buffer& buf = st.g.buffers[static_cast<std::size_t>(b)];
   std::vector<double> v(static_cast<std::size_t>(buf.numel));
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    switch (buf.dtype) {
-      case DType::float32: v[i] = static_cast<const float*>(buf.data->data)[i]; break;
-      case DType::float64: v[i] = static_cast<const double*>(buf.data->data)[i]; break;
-      case DType::int64: v[i] = static_cast<double>(static_cast<const std::int64_t*>(buf.data->data)[i]); break;
-      default: frost::detail::fail("frost::jit: constant '", buf.name, "' is ", dtype_name(buf.dtype),
-                                   "; plans hold float32, float64 and int64 buffers");
-    }
-  }
+  visit_dtype(buf.dtype, [&](auto tag) {
+    using U = decltype(tag);
+    const U* p = static_cast<const U*>(buf.data->data);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(p[i]);
+  });
   return v;
 }
 
@@ -50,13 +46,13 @@ inline int add_constant(FreezeState& st, DType dtype, std::vector<double> v, std
   b.numel = static_cast<std::int64_t>(v.size());
   b.name = std::move(name);
   b.data = StorageImpl::cpu(v.size() * detail::dtype_size(dtype));
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (dtype == DType::float32) static_cast<float*>(b.data->data)[i] = static_cast<float>(v[i]);
-    else if (dtype == DType::float64) static_cast<double*>(b.data->data)[i] = v[i];
-    else static_cast<std::int64_t*>(b.data->data)[i] = static_cast<std::int64_t>(v[i]);
-  }
+  visit_dtype(dtype, [&](auto tag) {
+    using U = decltype(tag);
+    U* p = static_cast<U*>(b.data->data);
+    for (std::size_t i = 0; i < v.size(); ++i) p[i] = static_cast<U>(v[i]);
+  });
   const int id = st.g.add_buffer(std::move(b));
-  if (dtype != DType::int64) st.exact[id] = std::move(v);
+  if (is_floating_point(dtype)) st.exact[id] = std::move(v);
   return id;
 }
 

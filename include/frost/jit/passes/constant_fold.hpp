@@ -104,11 +104,7 @@ inline bool guard_holds(const Guard& gd, const Slot& s, DType dtype, const void*
   const auto* base = static_cast<const unsigned char*>(data);
   if (gd.how == frost::detail::HostRead::condition) {
     const auto* p = base + s.offset * static_cast<std::int64_t>(es);
-    bool v = false;
-    if (dtype == DType::float32) v = *reinterpret_cast<const float*>(p) != 0;
-    else if (dtype == DType::float64) v = *reinterpret_cast<const double*>(p) != 0;
-    else v = *reinterpret_cast<const std::int64_t*>(p) != 0;
-    return v == gd.outcome;
+    return detail::truth_at(dtype, p) == gd.outcome;
   }
   if (gd.expected.size() != static_cast<std::size_t>(s.numel()) * es) return false;
   for (std::int64_t i = 0; i < s.numel(); ++i) {

@@ -161,7 +161,7 @@ void drop_pooled_scratch(FreezeState& st) {
 
 /// A unary or binary float step over dense windows of one shape, no broadcasting.
 inline bool fusable(const Step& s) {
-  if ((s.kind != StepKind::unary && s.kind != StepKind::binary) || s.dtype == DType::int64) return false;
+  if ((s.kind != StepKind::unary && s.kind != StepKind::binary) || !every_kind_dtype(s.dtype)) return false;
   const Slot& y = s.out[0];
   if (!y.dense()) return false;
   for (const auto& x : s.in)

@@ -65,7 +65,7 @@ inline int reuse_in_place(Graph& g) {
                              s.kind == StepKind::elementwise || s.kind == StepKind::batch_norm;
     const bool row = s.kind == StepKind::linear && s.in.size() == 4 && s.in[0].shape[0] == 1 &&
                      s.in[0].numel() * static_cast<std::int64_t>(detail::dtype_size(s.dtype)) <= kInPlaceRowBytes;
-    if (!(elementwise || row) || s.dtype == DType::int64) return false;
+    if (!(elementwise || row) || !every_kind_dtype(s.dtype)) return false;
     const int y = s.out[0].buf;
     const Buffer& yb = g.buffers[static_cast<std::size_t>(y)];
     if (yb.kind != BufferKind::intermediate || !s.out[0].covers(yb.numel) || u.writers[static_cast<std::size_t>(y)].size() != 1)

@@ -17,7 +17,7 @@ namespace frost::jit::passes {
 /// pre-packed, K within the int32 sums' limit), input rows dense. (Weights
 /// holding inf or NaN have no int8 scale: making the int8 form refuses them.)
 inline bool quantizable(const Graph& g, const Step& s) {
-  if (s.kind != StepKind::linear || s.in.size() != 3 || s.i0 != 0 || s.dtype == DType::int64) return false;
+  if (s.kind != StepKind::linear || s.in.size() != 3 || s.i0 != 0 || !every_kind_dtype(s.dtype)) return false;
   const Slot &x = s.in[0], &w = s.in[1], &y = s.out[0];
   if (!is_constant(g, w.buf) || !w.dense() || w.shape.ndim() != 2 || x.shape.ndim() != 2 || x.strides[1] != 1 ||
       (x.shape[0] > 1 && x.strides[0] < x.shape[1]) || !y.dense() || x.shape[0] < 1 || w.shape[0] < 1 ||
