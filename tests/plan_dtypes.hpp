@@ -45,4 +45,41 @@ inline void plan_every_dtype_on(Device dev) {
   }
 }
 
+/// A tagger over int64 token ids, a float bias and a bool mask of kept
+/// positions: a plan with inputs of three dtypes.
+struct Tagger : nn::Module {
+  nn::Embedding emb = register_module("emb", nn::Embedding(10, 4));
+  nn::Linear proj = register_module("proj", nn::Linear(4, 3));
+  Tensor<float> forward(const Tensor<std::int64_t>& tokens, const Tensor<float>& bias, const Tensor<bool>& keep) {
+    const auto h = proj(emb(tokens)) + bias;  // [L, 3]
+    return where(keep.unsqueeze(1), h, Tensor<float>::zeros({}, h.device()));
+  }
+};
+
+/// The Tagger frozen at one input, moved to `dev` and run on others (CPU
+/// inputs copied there, and inputs already on `dev`), against eager.
+inline void plan_mixed_inputs_on(Device dev) {
+  manual_seed(11);
+  auto m = nn::make<Tagger>();
+  m->eval();
+  const auto tokens = Tensor<std::int64_t>::from({1, 4, 9, 0, 2});
+  const auto bias = Tensor<float>::randn({5, 3});
+  const auto keep = Tensor<bool>::from({true, true, false, true, false});
+  auto plan = jit::freeze(m, tokens, bias, keep);
+  static_assert(std::is_same_v<decltype(plan), jit::Plan<float>>);
+  plan.to(dev);
+  const auto t2 = Tensor<std::int64_t>::from({7, 7, 3, 5, 8});
+  const auto k2 = Tensor<bool>::from({false, true, true, true, true});
+  const auto want = [&] {
+    InferenceMode im;
+    return m->forward(t2, bias, k2);
+  }();
+  for (bool on_dev : {false, true}) {
+    CAPTURE(on_dev);
+    const auto y = on_dev ? plan.run(t2.to(dev), bias.to(dev), k2.to(dev)) : plan.run(t2, bias, k2);
+    CHECK(y.device() == dev);
+    CHECK((y.cpu() - want).abs().max().item() <= 1e-6f);
+  }
+}
+
 }  // namespace frost::test

@@ -30,3 +30,10 @@ TEST_CASE("fake device: a plan holding bool and integer values runs on the devic
   frost::test::plan_every_dtype_on(frost::Device::cuda(0));
   CHECK(fake::take_violations().empty());
 }
+
+TEST_CASE("fake device: a plan with int64, float and bool inputs runs on the device, inputs on the host or there") {
+  fake::install();
+  (void)fake::take_violations();
+  frost::test::plan_mixed_inputs_on(frost::Device::cuda(0));
+  CHECK(fake::take_violations().empty());
+}

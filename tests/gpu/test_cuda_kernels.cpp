@@ -53,6 +53,11 @@ TEST_CASE("cuda: a plan holding bool and integer values runs on the GPU as eager
   frost::test::plan_every_dtype_on(kCuda);
 }
 
+TEST_CASE("cuda: a plan with int64, float and bool inputs runs on the GPU, inputs on the host or there") {
+  if (no_gpu()) return;
+  frost::test::plan_mixed_inputs_on(kCuda);
+}
+
 TEST_CASE("cuda: batch norm through cuDNN matches the CPU in double (training, running stats, gradients, eval)") {
   if (no_gpu()) return;
   Generator g(41);

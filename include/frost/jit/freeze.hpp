@@ -60,12 +60,14 @@ Plan<T> freeze(Graph g) {
 
 /// Traces `module(inputs...)` in evaluation mode (restoring its mode after)
 /// and freezes it with `opt`; a module and inputs on a GPU give a plan on
-/// that GPU (traced on the CPU, see jit::trace):
+/// that GPU (traced on the CPU, see jit::trace). The inputs may be of any
+/// dtypes; the plan's T is plan_scalar_t (the module's float type):
 /// \code
 /// auto plan = frost::jit::freeze(model, {.allow_tf32 = true}, x);
 /// \endcode
-template <class M, FloatScalar T, class... Rest>
-Plan<T> freeze(M& module, const FreezeOptions& opt, const Tensor<T>& x, const Rest&... rest) {
+template <class M, Scalar U, class... Rest>
+Plan<plan_scalar_t<M, Tensor<U>, Rest...>> freeze(M& module, const FreezeOptions& opt, const Tensor<U>& x, const Rest&... rest) {
+  using T = plan_scalar_t<M, Tensor<U>, Rest...>;
   Graph g;
   if constexpr (detail::is_module_v<M>) {
     auto& m = detail::module_of(module);
@@ -90,8 +92,8 @@ Plan<T> freeze(M& module, const FreezeOptions& opt, const Tensor<T>& x, const Re
 /// auto plan = frost::jit::freeze(model, x);
 /// auto y = plan.run(x);
 /// \endcode
-template <class M, FloatScalar T, class... Rest>
-Plan<T> freeze(M& module, const Tensor<T>& x, const Rest&... rest) {
+template <class M, Scalar U, class... Rest>
+Plan<plan_scalar_t<M, Tensor<U>, Rest...>> freeze(M& module, const Tensor<U>& x, const Rest&... rest) {
   return freeze(module, FreezeOptions{}, x, rest...);
 }
 

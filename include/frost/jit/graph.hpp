@@ -182,6 +182,12 @@ struct Graph {
 
 namespace detail {
 
+/// Whether R is a Tensor<U> of some dtype.
+template <class R>
+inline constexpr bool is_tensor_v = false;
+template <Scalar U>
+inline constexpr bool is_tensor_v<Tensor<U>> = true;
+
 /// Bound on any element count, offset or stride a plan file may state.
 inline constexpr std::int64_t kMaxPlanElements = std::int64_t{1} << 40;
 

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "../any_tensor.hpp"
 #include "../core/device_runtime.hpp"
 #include "../io/safetensors.hpp"
 #include "execute.hpp"
@@ -300,9 +301,12 @@ class Plan {
   /// reads the values), made when it moves: the workspaces and algorithms
   /// are in place before the user's first run, which the graph captures.
   void warm_up() {
-    std::vector<Tensor<T>> zeros;
-    for (const Shape& s : g_.input_shapes) zeros.push_back(Tensor<T>::zeros(s, device_));
-    (void)run_all(zeros);
+    std::vector<AnyTensor> zeros;
+    for (std::size_t i = 0; i < g_.inputs.size(); ++i)
+      visit_dtype(g_.buffers[static_cast<std::size_t>(g_.inputs[i])].dtype, [&](auto tag) {
+        zeros.push_back(AnyTensor(Tensor<decltype(tag)>::zeros(g_.input_shapes[i], device_)));
+      });
+    (void)run_any(zeros);
   }
   /// Copies the constants to `d` (nothing to copy for the CPU); a graphable
   /// CUDA plan then makes its warm-up run.
@@ -335,7 +339,8 @@ class Plan {
   }
 
  public:
-  /// Runs the plan on inputs of the traced shapes; all outputs.
+  /// Runs the plan on inputs of the traced shapes and dtypes; all outputs,
+  /// each a Tensor<T> (run_any gives outputs of other dtypes).
   std::vector<Tensor<T>> run_all(const std::vector<Tensor<T>>& inputs) const {
     std::vector<Tensor<T>> out;
     out.reserve(g_.outputs.size());
@@ -343,32 +348,43 @@ class Plan {
     return out;
   }
 
-  /// Runs the plan on one or more inputs; the single output.
-  template <class... Rest>
-  Tensor<T> run(const Tensor<T>& x, const Rest&... rest) const {
-    static_assert((std::is_same_v<Rest, Tensor<T>> && ...), "frost::jit::Plan::run: inputs must be Tensor<T>");
+  /// Runs the plan on inputs of any dtypes, as traced (a float image and
+  /// int64 token ids; a bool mask); all outputs, each of its own dtype.
+  std::vector<AnyTensor> run_any(const std::vector<AnyTensor>& inputs) const {
+    std::vector<AnyTensor> out;
+    out.reserve(g_.outputs.size());
+    run_with(inputs, [&](const Slot& o, DType dt, const Ref<StorageImpl>& arena, std::int64_t at) {
+      visit_dtype(dt, [&](auto tag) {
+        out.push_back(AnyTensor(frost::detail::make_tensor<decltype(tag)>(arena, o.shape, o.strides, at)));
+      });
+    });
+    return out;
+  }
+
+  /// Runs the plan on one or more inputs (tensors of the traced dtypes); the single output.
+  template <Scalar U, class... Rest>
+  Tensor<T> run(const Tensor<U>& x, const Rest&... rest) const {
+    static_assert((detail::is_tensor_v<Rest> && ...), "frost::jit::Plan::run: inputs must be tensors");
     FROST_CHECK(g_.outputs.size() == 1, "frost::jit::Plan::run: this plan has ", g_.outputs.size(),
                 " outputs; use run_all");
-    return run_all({x, rest...})[0];
+    if constexpr (std::is_same_v<U, T> && (std::is_same_v<Rest, Tensor<T>> && ...)) {
+      return run_all({x, rest...})[0];
+    } else {
+      const AnyTensor y = run_any({AnyTensor(x), AnyTensor(rest)...})[0];
+      FROST_CHECK(y.is<T>(), "frost::jit::Plan::run: the output is ", dtype_name(y.dtype()), ", not ", dtype_name<T>(),
+                  "; use run_any for outputs of other dtypes");
+      return y.as<T>();
+    }
   }
 
   /// run_all into a caller-owned vector (its capacity is reused: no heap traffic in a loop).
   void run_into(const std::vector<Tensor<T>>& inputs, std::vector<Tensor<T>>& out) const {
-    check_inputs(inputs);
-    std::vector<Tensor<T>> staged;  // only for non-contiguous inputs
-    Lease ws(*this);
-    if (!device_.is_cpu()) {
-      stage_device_inputs(inputs, *ws);
-      execute_device(*ws);
-    } else {
-      bind_host_inputs(inputs, *ws, staged);
-      execute(ws->bases.data());
-    }
     out.clear();
-    for (const auto& o : g_.outputs) {
-      const std::int64_t at = o.buf < 0 ? 0 : offsets_[static_cast<std::size_t>(o.buf)] / std::int64_t(sizeof(T)) + o.offset;
-      out.push_back(frost::detail::make_tensor<T>(ws->arena, o.shape, o.strides, at));
-    }
+    run_with(inputs, [&](const Slot& o, DType dt, const Ref<StorageImpl>& arena, std::int64_t at) {
+      FROST_CHECK(dt == dtype_of<T>(), "frost::jit::Plan::run: output ", out.size(), " is ", dtype_name(dt), ", not ",
+                  dtype_name<T>(), "; use run_any for outputs of other dtypes");
+      out.push_back(frost::detail::make_tensor<T>(arena, o.shape, o.strides, at));
+    });
   }
 
   /// Where the time goes: `runs` step-by-step runs on `inputs` (as for
@@ -380,91 +396,19 @@ class Plan {
   /// \code
   /// std::cout << plan.profile({x}).table(10);  // the ten slowest steps
   /// \endcode
-  PlanProfile profile(const std::vector<Tensor<T>>& inputs, int runs = 20) const {
-    FROST_CHECK(runs >= 1, "frost::jit::Plan::profile: runs must be at least 1, got ", runs);
-    check_inputs(inputs);
-    using clock = std::chrono::steady_clock;
-    auto ms_since = [](clock::time_point a) { return std::chrono::duration<double, std::milli>(clock::now() - a).count(); };
-    auto wait = [&] {
-      if (device_.is_cuda()) frost::cuda::synchronize(device_.index);
-    };
-    PlanProfile p;
-    p.device = device_;
-    p.runs = runs;
-    {
-      // Untimed warm-up runs: one, and on CUDA two (a workspace's first run
-      // goes step by step, its second captures the graph).
-      const int warm = device_.is_cpu() ? 1 : 2;
-      std::vector<double> whole;
-      std::vector<Tensor<T>> out;
-      for (int r = 0; r < runs + warm; ++r) {
-        const auto t0 = clock::now();
-        run_into(inputs, out);
-        wait();
-        if (r >= warm) whole.push_back(ms_since(t0));
-        out.clear();
-      }
-      p.run_ms = detail::median_min(whole).first;
-    }
-    // The units a run takes one at a time: a step, or a CPU chain of matrix-vector layers.
-    const Step* const begin = g_.steps.data();
-    const Step* const end = begin + g_.steps.size();
-    for (const Step* s = begin; s != end; s += p.steps.back().count) {
-      StepTiming t;
-      t.first = static_cast<std::size_t>(s - begin);
-      t.count = device_.is_cpu() ? host_unit(s, end) : 1;
-      t.kind = step_kind_name(s->kind);
-      t.attrs = t.count > 1 ? std::to_string(t.count) + " matrix-vector layers in one parallel region" : detail::step_attrs(*s);
-      t.note = s->note;
-      if (!s->out.empty()) t.out = s->out[0].shape;
-      p.steps.push_back(std::move(t));
-    }
-    std::vector<std::vector<double>> times(p.steps.size());
-    std::vector<Tensor<T>> staged;
-    Lease ws(*this);
-    if (device_.is_cpu()) {
-      bind_host_inputs(inputs, *ws, staged);
-      for (int r = 0; r < runs; ++r)
-        for (std::size_t u = 0; u < p.steps.size(); ++u) {
-          const auto t0 = clock::now();
-          run_host_unit(begin + p.steps[u].first, p.steps[u].count, ws->bases.data());
-          times[u].push_back(ms_since(t0));
-        }
-    } else {
-      stage_device_inputs(inputs, *ws);
-      frost::detail::DeviceRuntime& rt = frost::detail::cuda_runtime("jit::Plan::profile");
-      const DeviceSwitches switches(&rt, opt_.allow_tf32);
-      struct Events {  // before step 0, then after each step
-        frost::detail::DeviceRuntime& rt;
-        std::vector<void*> e;
-        ~Events() {
-          for (void* x : e) rt.event_destroy(x);
-        }
-      } ev{rt, {}};
-      for (std::size_t i = 0; i <= p.steps.size(); ++i) ev.e.push_back(rt.event_create(device_.index));
-      for (int r = 0; r < runs; ++r) {
-        rt.event_record(ev.e[0], device_.index);
-        for (std::size_t u = 0; u < p.steps.size(); ++u) {
-          run_device_step(g_.steps[u], *ws);
-          rt.event_record(ev.e[u + 1], device_.index);
-        }
-        for (std::size_t u = 0; u < p.steps.size(); ++u) times[u].push_back(rt.event_elapsed_ms(ev.e[u], ev.e[u + 1]));
-      }
-    }
-    for (std::size_t u = 0; u < p.steps.size(); ++u)
-      std::tie(p.steps[u].median_ms, p.steps[u].min_ms) = detail::median_min(times[u]);
-    return p;
-  }
+  PlanProfile profile(const std::vector<Tensor<T>>& inputs, int runs = 20) const { return profile_of(inputs, runs); }
+  /// profile on inputs of any dtypes (as run_any).
+  PlanProfile profile_any(const std::vector<AnyTensor>& inputs, int runs = 20) const { return profile_of(inputs, runs); }
 
   /// Eager (evaluation mode, InferenceMode) against this plan on `inputs`:
   /// the differential check to run before shipping a plan.
-  template <class M, class... Rest>
-    requires(std::is_same_v<Rest, Tensor<T>> && ...)
-  CheckReport check(M& module, const Tensor<T>& x, const Rest&... rest) const {
+  template <class M, Scalar U, class... Rest>
+    requires(detail::is_tensor_v<Rest> && ...)
+  CheckReport check(M& module, const Tensor<U>& x, const Rest&... rest) const {
     return check_with(module, 1e-4, x, rest...);
   }
-  template <class M, class... Rest>
-  CheckReport check_with(M& module, double tol, const Tensor<T>& x, const Rest&... rest) const {
+  template <class M, Scalar U, class... Rest>
+  CheckReport check_with(M& module, double tol, const Tensor<U>& x, const Rest&... rest) const {
     auto& m = module_ref(module);
     const bool was_training = m.is_training();
     m.eval();
@@ -474,7 +418,8 @@ class Plan {
       eager = as_outputs(call_forward(module, x, rest...));
     }
     if (was_training) m.train();
-    const auto frozen = run_all({x, rest...});
+    std::vector<Tensor<T>> frozen;
+    for (const auto& y : run_any({AnyTensor(x), AnyTensor(rest)...})) frozen.push_back(y.template to<T>());
     FROST_CHECK(eager.size() == frozen.size(), "frost::jit::Plan::check: the module returned ", eager.size(),
                 " outputs, the plan ", frozen.size());
     CheckReport r;
@@ -511,6 +456,113 @@ class Plan {
   }
 
  private:
+  /// The run behind run_all / run_any / run_into / profile: inputs
+  /// (Tensor<T> or AnyTensor) checked and bound, the steps run, then
+  /// emit(output slot, its dtype, the arena, its element offset there) for
+  /// each output in order.
+  template <class In, class Emit>
+  void run_with(const std::vector<In>& inputs, Emit&& emit) const {
+    check_inputs(inputs);
+    std::vector<AnyTensor> staged;  // only for non-contiguous inputs
+    Lease ws(*this);
+    if (!device_.is_cpu()) {
+      stage_device_inputs(inputs, *ws);
+      execute_device(*ws);
+    } else {
+      bind_host_inputs(inputs, *ws, staged);
+      execute(ws->bases.data());
+    }
+    for (const auto& o : g_.outputs) {
+      const DType dt = o.buf < 0 ? dtype_of<T>() : g_.buffers[static_cast<std::size_t>(o.buf)].dtype;
+      const std::int64_t at =
+          o.buf < 0 ? 0 : offsets_[static_cast<std::size_t>(o.buf)] / static_cast<std::int64_t>(dtype_size(dt)) + o.offset;
+      emit(o, dt, ws->arena, at);
+    }
+  }
+  template <class F>
+  static decltype(auto) visit_input(const Tensor<T>& x, F&& f) {
+    return f(x);
+  }
+  template <class F>
+  static decltype(auto) visit_input(const AnyTensor& x, F&& f) {
+    return x.visit(std::forward<F>(f));
+  }
+
+  template <class In>
+  PlanProfile profile_of(const std::vector<In>& inputs, int runs) const {
+    FROST_CHECK(runs >= 1, "frost::jit::Plan::profile: runs must be at least 1, got ", runs);
+    check_inputs(inputs);
+    using clock = std::chrono::steady_clock;
+    auto ms_since = [](clock::time_point a) { return std::chrono::duration<double, std::milli>(clock::now() - a).count(); };
+    auto wait = [&] {
+      if (device_.is_cuda()) frost::cuda::synchronize(device_.index);
+    };
+    PlanProfile p;
+    p.device = device_;
+    p.runs = runs;
+    {
+      // Untimed warm-up runs: one, and on CUDA two (a workspace's first run
+      // goes step by step, its second captures the graph).
+      const int warm = device_.is_cpu() ? 1 : 2;
+      std::vector<double> whole;
+      for (int r = 0; r < runs + warm; ++r) {
+        const auto t0 = clock::now();
+        run_with(inputs, [](const Slot&, DType, const Ref<StorageImpl>&, std::int64_t) {});
+        wait();
+        if (r >= warm) whole.push_back(ms_since(t0));
+      }
+      p.run_ms = detail::median_min(whole).first;
+    }
+    // The units a run takes one at a time: a step, or a CPU chain of matrix-vector layers.
+    const Step* const begin = g_.steps.data();
+    const Step* const end = begin + g_.steps.size();
+    for (const Step* s = begin; s != end; s += p.steps.back().count) {
+      StepTiming t;
+      t.first = static_cast<std::size_t>(s - begin);
+      t.count = device_.is_cpu() ? host_unit(s, end) : 1;
+      t.kind = step_kind_name(s->kind);
+      t.attrs = t.count > 1 ? std::to_string(t.count) + " matrix-vector layers in one parallel region" : detail::step_attrs(*s);
+      t.note = s->note;
+      if (!s->out.empty()) t.out = s->out[0].shape;
+      p.steps.push_back(std::move(t));
+    }
+    std::vector<std::vector<double>> times(p.steps.size());
+    std::vector<AnyTensor> staged;
+    Lease ws(*this);
+    if (device_.is_cpu()) {
+      bind_host_inputs(inputs, *ws, staged);
+      for (int r = 0; r < runs; ++r)
+        for (std::size_t u = 0; u < p.steps.size(); ++u) {
+          const auto t0 = clock::now();
+          run_host_unit(begin + p.steps[u].first, p.steps[u].count, ws->bases.data());
+          times[u].push_back(ms_since(t0));
+        }
+    } else {
+      stage_device_inputs(inputs, *ws);
+      frost::detail::DeviceRuntime& rt = frost::detail::cuda_runtime("jit::Plan::profile");
+      const DeviceSwitches switches(&rt, opt_.allow_tf32);
+      struct Events {  // before step 0, then after each step
+        frost::detail::DeviceRuntime& rt;
+        std::vector<void*> e;
+        ~Events() {
+          for (void* x : e) rt.event_destroy(x);
+        }
+      } ev{rt, {}};
+      for (std::size_t i = 0; i <= p.steps.size(); ++i) ev.e.push_back(rt.event_create(device_.index));
+      for (int r = 0; r < runs; ++r) {
+        rt.event_record(ev.e[0], device_.index);
+        for (std::size_t u = 0; u < p.steps.size(); ++u) {
+          run_device_step(g_.steps[u], *ws);
+          rt.event_record(ev.e[u + 1], device_.index);
+        }
+        for (std::size_t u = 0; u < p.steps.size(); ++u) times[u].push_back(rt.event_elapsed_ms(ev.e[u], ev.e[u + 1]));
+      }
+    }
+    for (std::size_t u = 0; u < p.steps.size(); ++u)
+      std::tie(p.steps[u].median_ms, p.steps[u].min_ms) = detail::median_min(times[u]);
+    return p;
+  }
+
   struct Workspace {
     Ref<StorageImpl> arena;
     std::vector<void*> bases;
@@ -544,17 +596,24 @@ class Plan {
   static std::vector<Tensor<T>> as_outputs(const Tensor<T>& y) { return {y}; }
   static std::vector<Tensor<T>> as_outputs(std::vector<Tensor<T>> ys) { return ys; }
 
-  void check_inputs(const std::vector<Tensor<T>>& inputs) const {
+  template <class In>
+  void check_inputs(const std::vector<In>& inputs) const {
     FROST_CHECK(inputs.size() == g_.inputs.size(), "frost::jit::Plan::run: expected ", g_.inputs.size(),
                 " inputs (as traced), got ", inputs.size());
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      FROST_CHECK(inputs[i].defined(), "frost::jit::Plan::run: input ", i, " is undefined");
-      FROST_CHECK(inputs[i].device().is_cpu() || inputs[i].device() == device_, "frost::jit::Plan::run: input ", i,
-                  " is on ", inputs[i].device().str(), "; this plan runs on ", device_.str(),
-                  " (inputs on the CPU are copied there)");
-      FROST_CHECK(inputs[i].shape() == g_.input_shapes[i], "frost::jit::Plan::run: input ", i, " has shape ",
-                  inputs[i].shape().str(), " but the plan was traced with ", g_.input_shapes[i].str(),
-                  " (trace again, or use jit::compile to specialise per shape)");
+      visit_input(inputs[i], [&](const auto& x) {
+        using U = typename std::decay_t<decltype(x)>::value_type;
+        FROST_CHECK(x.defined(), "frost::jit::Plan::run: input ", i, " is undefined");
+        const DType want = g_.buffers[static_cast<std::size_t>(g_.inputs[i])].dtype;
+        FROST_CHECK(dtype_of<U>() == want, "frost::jit::Plan::run: input ", i, " is ", dtype_name<U>(),
+                    " but the plan was traced with ", dtype_name(want), " there (convert it with to(DType::",
+                    dtype_name(want), "), or trace with a ", dtype_name<U>(), " input)");
+        FROST_CHECK(x.device().is_cpu() || x.device() == device_, "frost::jit::Plan::run: input ", i, " is on ",
+                    x.device().str(), "; this plan runs on ", device_.str(), " (inputs on the CPU are copied there)");
+        FROST_CHECK(x.shape() == g_.input_shapes[i], "frost::jit::Plan::run: input ", i, " has shape ", x.shape().str(),
+                    " but the plan was traced with ", g_.input_shapes[i].str(),
+                    " (trace again, or use jit::compile to specialise per shape)");
+      });
     }
   }
 
@@ -588,7 +647,7 @@ class Plan {
     if (!device_.is_cpu()) {
       for (std::size_t i = 0; i < g_.inputs.size(); ++i) {
         const Buffer& buf = g_.buffers[static_cast<std::size_t>(g_.inputs[i])];
-        ws->inputs.push_back(StorageImpl::on(device_, static_cast<std::size_t>(buf.numel) * sizeof(T), allocator()));
+        ws->inputs.push_back(StorageImpl::on(device_, static_cast<std::size_t>(buf.numel) * dtype_size(buf.dtype), allocator()));
         ws->bases[static_cast<std::size_t>(g_.inputs[i])] = ws->inputs.back()->data;
       }
     }
@@ -618,15 +677,19 @@ class Plan {
 
   /// Points a CPU workspace's input buffers at the caller's tensors (a
   /// non-contiguous one at a contiguous copy kept in `staged`).
-  void bind_host_inputs(const std::vector<Tensor<T>>& inputs, Workspace& ws, std::vector<Tensor<T>>& staged) const {
+  template <class In>
+  void bind_host_inputs(const std::vector<In>& inputs, Workspace& ws, std::vector<AnyTensor>& staged) const {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const auto b = static_cast<std::size_t>(g_.inputs[i]);
-      if (inputs[i].is_contiguous()) {
-        ws.bases[b] = const_cast<T*>(inputs[i].data());
-      } else {
-        staged.push_back(inputs[i].contiguous());
-        ws.bases[b] = staged.back().data();
-      }
+      void*& base = ws.bases[static_cast<std::size_t>(g_.inputs[i])];
+      visit_input(inputs[i], [&](const auto& x) {
+        if (x.is_contiguous()) {
+          base = const_cast<void*>(static_cast<const void*>(x.data()));
+        } else {
+          auto c = x.contiguous();
+          base = const_cast<void*>(static_cast<const void*>(c.data()));
+          staged.push_back(AnyTensor(std::move(c)));
+        }
+      });
     }
   }
 
@@ -665,16 +728,20 @@ class Plan {
   }
 
   /// Copies the inputs (CPU or device, any layout) into the workspace's input buffers.
-  void stage_device_inputs(const std::vector<Tensor<T>>& inputs, Workspace& ws) const {
-    Backend<T>& be = backend_for<T>(device_);
+  template <class In>
+  void stage_device_inputs(const std::vector<In>& inputs, Workspace& ws) const {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      T* dst = static_cast<T*>(ws.inputs[i]->data);
-      if (inputs[i].device() == device_) {
-        be.copy(inputs[i].view_of(), View<T>(dst, inputs[i].shape()));
-      } else {
-        const Tensor<T> c = inputs[i].contiguous();
-        be.copy_from_host(c.data(), dst, c.numel());
-      }
+      visit_input(inputs[i], [&](const auto& x) {
+        using U = typename std::decay_t<decltype(x)>::value_type;
+        Backend<U>& be = backend_for<U>(device_);
+        U* dst = static_cast<U*>(ws.inputs[i]->data);
+        if (x.device() == device_) {
+          be.copy(x.view_of(), View<U>(dst, x.shape()));
+        } else {
+          const auto c = x.contiguous();
+          be.copy_from_host(c.data(), dst, c.numel());
+        }
+      });
     }
   }
 

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../any_tensor.hpp"
 #include "../nn/module.hpp"
 #include "tracer.hpp"
 
@@ -34,18 +35,52 @@ decltype(auto) invoke(F& f, X&... x) {
   else return f(x...);
 }
 
-template <class T, class R>
+/// The traced function's results as the graph's outputs: a tensor of any
+/// dtype, a std::vector of them, or a std::tuple / std::pair of tensors.
+template <class R>
 void add_outputs(Tracer& tr, const R& r) {
-  if constexpr (std::is_same_v<R, Tensor<T>>) tr.add_output(r);
-  else if constexpr (std::is_same_v<R, std::vector<Tensor<T>>>) {
+  if constexpr (is_tensor_v<R>) tr.add_output(r);
+  else if constexpr (requires { typename R::value_type; } && !is_tensor_v<R>) {
+    static_assert(is_tensor_v<typename R::value_type>,
+                  "frost::jit::trace: the traced function must return tensors (a Tensor, a std::vector or a std::tuple of them)");
     for (const auto& y : r) tr.add_output(y);
+  } else if constexpr (requires { std::tuple_size<R>::value; }) {
+    std::apply([&](const auto&... y) { (add_outputs(tr, y), ...); }, r);
   } else {
-    static_assert(std::is_same_v<R, Tensor<T>>,
-                  "frost::jit::trace: the traced function must return a Tensor<T> or a std::vector<Tensor<T>>");
+    static_assert(is_tensor_v<R>,
+                  "frost::jit::trace: the traced function must return tensors (a Tensor, a std::vector or a std::tuple of them)");
   }
 }
 
-template <class T, class M>
+/// The element type of module M's parameters: float for a ModuleT<float>
+/// (or a handle to one), double for a ModuleT<double>; void for a callable.
+template <class M>
+auto module_scalar() {
+  if constexpr (nn::detail::Holder<M>) return module_scalar<std::remove_cvref_t<decltype(*std::declval<M&>())>>();
+  else if constexpr (std::is_base_of_v<nn::ModuleT<double>, M>) return double{};
+  else if constexpr (std::is_base_of_v<nn::ModuleT<float>, M>) return float{};
+}
+template <class T, class... Rest>
+auto first_float() {
+  if constexpr (FloatScalar<T>) return T{};
+  else if constexpr (sizeof...(Rest) > 0) return first_float<Rest...>();
+  else return float{};
+}
+
+}  // namespace detail
+
+/// The element type of the plan a trace of `f(inputs...)` freezes into (its
+/// outputs' and weights' type): the module's (float for a ModuleT<float>),
+/// or for a callable the first floating-point input's, else float. A
+/// language model taking int64 token ids gives a Plan<float>.
+template <class F, class... X>
+using plan_scalar_t = std::conditional_t<std::is_void_v<decltype(detail::module_scalar<std::remove_cvref_t<F>>())>,
+                                         decltype(detail::first_float<typename X::value_type...>()),
+                                         decltype(detail::module_scalar<std::remove_cvref_t<F>>())>;
+
+namespace detail {
+
+template <class M>
 void add_module_constants(Tracer& tr, const M& m) {
   for (const auto& [name, p] : m.named_parameters()) tr.add_constant(p, name);
   for (const auto& [name, b] : m.named_buffers()) tr.add_constant(b, name);
@@ -79,8 +114,8 @@ std::optional<Device> module_device(const M& m) {
 /// as module.to does, so handles such as an optimizer's stay valid) and go
 /// back after it, errors included; the graph keeps the device, where
 /// freeze places the plan.
-template <class T, class M, class Call>
-Graph trace_with(M* module, const std::vector<Tensor<T>>& examples, Call&& call) {
+template <class M, class Call>
+Graph trace_with(M* module, DType plan_dtype, const std::vector<AnyTensor>& examples, Call&& call) {
   std::optional<Device> at;
   if constexpr (!std::is_same_v<M, void>)
     if (module) at = module_device(*module);
@@ -94,18 +129,18 @@ Graph trace_with(M* module, const std::vector<Tensor<T>>& examples, Call&& call)
                 "; pass the inputs on the module's device");
   }
   const Device device = at.value_or(Device::cpu());
-  std::vector<Tensor<T>> xs;
+  std::vector<AnyTensor> xs;
   for (const auto& x : examples)  // owned and dense, made before the trace starts
-    xs.push_back(device.is_cpu() ? x.detach().clone() : x.detach().cpu());
+    xs.push_back(x.visit([&](const auto& t) { return AnyTensor(device.is_cpu() ? t.detach().clone() : t.detach().cpu()); }));
   Graph g;
   auto run = [&] {
     NoGradGuard no_grad;
-    Tracer tr(dtype_of<T>());
+    Tracer tr(plan_dtype);
     if constexpr (!std::is_same_v<M, void>)
-      if (module) add_module_constants<T>(tr, *module);
-    for (const auto& x : xs) tr.add_input(x);
-    const auto r = call(xs);
-    add_outputs<T>(tr, r);
+      if (module) add_module_constants(tr, *module);
+    for (const auto& x : xs) x.visit([&](const auto& t) { tr.add_input(t); });
+    const auto r = call(static_cast<const std::vector<AnyTensor>&>(xs));
+    add_outputs(tr, r);
     g = tr.finish();
   };
   if (device.is_cpu()) {
@@ -149,32 +184,40 @@ Graph trace_with(M* module, const std::vector<Tensor<T>>& examples, Call&& call)
 
 /// Traces `f(inputs...)` once: `f` is a module (or module handle), whose
 /// forward is called and whose parameters and buffers become named
-/// constants, or any callable over tensors. The module's mode is used as is
-/// (freeze switches to eval). Branches on tensor values become guards. A
-/// module and inputs on a GPU are traced on the CPU (the module's weights
-/// visit the host for the run); freeze then places the plan on the GPU.
+/// constants, or any callable over tensors. The inputs may be of any dtypes
+/// (a float image and int64 token ids; a bool mask): each becomes an input
+/// of that dtype. The module's mode is used as is (freeze switches to eval).
+/// Branches on tensor values become guards. A module and inputs on a GPU are
+/// traced on the CPU (the module's weights visit the host for the run);
+/// freeze then places the plan on the GPU.
 /// \code
 /// auto g = frost::jit::trace(model, x);
 /// std::cout << g.str();
 /// \endcode
-template <class F, FloatScalar T, class... Rest>
+template <class F, Scalar T, class... Rest>
 Graph trace(F& f, const Tensor<T>& x, const Rest&... rest) {
-  static_assert((std::is_same_v<Rest, Tensor<T>> && ...), "frost::jit::trace: every input must be a Tensor<T> of one T");
-  std::vector<Tensor<T>> ex{x, rest...};
-  auto call = [&](std::vector<Tensor<T>>& xs) {
-    return std::apply([&](auto&... a) { return detail::invoke(f, a...); },
-                      [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tie(xs[I]...); }(
-                          std::make_index_sequence<1 + sizeof...(Rest)>{}));
+  static_assert((detail::is_tensor_v<Rest> && ...), "frost::jit::trace: every input must be a Tensor");
+  const std::vector<AnyTensor> ex{AnyTensor(x), AnyTensor(rest)...};
+  auto call = [&](const std::vector<AnyTensor>& xs) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      // Handles on the traced copies, each of its own type.
+      std::tuple<Tensor<T>, Rest...> args{xs[I].template as<typename std::tuple_element_t<I, std::tuple<Tensor<T>, Rest...>>::value_type>()...};
+      return std::apply([&](auto&... a) { return detail::invoke(f, a...); }, args);
+    }(std::make_index_sequence<1 + sizeof...(Rest)>{});
   };
-  if constexpr (detail::is_module_v<F>) return detail::trace_with<T>(&detail::module_of(f), ex, call);
-  else return detail::trace_with<T, void>(nullptr, ex, call);
+  const DType pd = dtype_of<plan_scalar_t<F, Tensor<T>, Rest...>>();
+  if constexpr (detail::is_module_v<F>) return detail::trace_with(&detail::module_of(f), pd, ex, call);
+  else return detail::trace_with<void>(nullptr, pd, ex, call);
 }
 
 /// Traces a callable taking the inputs as one vector (any number of them).
 template <FloatScalar T, class F>
 Graph trace_list(F&& f, const std::vector<Tensor<T>>& inputs) {
-  return detail::trace_with<T, void>(nullptr, inputs, [&](std::vector<Tensor<T>>& xs) {
-    return f(static_cast<const std::vector<Tensor<T>>&>(xs));
+  const std::vector<AnyTensor> ex(inputs.begin(), inputs.end());
+  return detail::trace_with<void>(nullptr, dtype_of<T>(), ex, [&](const std::vector<AnyTensor>& xs) {
+    std::vector<Tensor<T>> ts;
+    for (const auto& x : xs) ts.push_back(x.template as<T>());
+    return f(static_cast<const std::vector<Tensor<T>>&>(ts));
   });
 }
 

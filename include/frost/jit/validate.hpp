@@ -437,7 +437,7 @@ inline void validate_plan(const Graph& g, const std::vector<std::int64_t>& offse
       bad("buffer ", b, " is not 64-byte aligned in the arena");
     if (buf.kind == BufferKind::input) {
       const auto it = std::find(g.inputs.begin(), g.inputs.end(), static_cast<int>(b));
-      if (it == g.inputs.end() || buf.dtype != g.dtype ||
+      if (it == g.inputs.end() ||
           buf.numel != g.input_shapes[static_cast<std::size_t>(it - g.inputs.begin())].numel())
         bad("input buffer ", b, " does not match the input list");
     }
@@ -476,7 +476,8 @@ inline void validate_plan(const Graph& g, const std::vector<std::int64_t>& offse
     if (g.buffers[b].kind == BufferKind::prepared && prepared_uses[b] != 1)
       bad("prepared buffer ", b, " must belong to exactly one linear layer, not ", prepared_uses[b]);
   for (const auto& o : g.outputs) {
-    v.slot(o, g.dtype);
+    // Outputs of any dtype (a plan returns them as run_any does).
+    v.slot(o, o.buf >= 0 && static_cast<std::size_t>(o.buf) < g.buffers.size() ? g.buffers[static_cast<std::size_t>(o.buf)].dtype : g.dtype);
     placed(o);
     if (!traced && o.buf >= 0 && g.buffers[static_cast<std::size_t>(o.buf)].kind != BufferKind::intermediate)
       bad("an output is not in the arena");
