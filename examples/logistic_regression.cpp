@@ -7,7 +7,7 @@ using frost::Tensor;
 int main() {
   frost::manual_seed(0);                                  // Philox generator, per thread
   auto x = Tensor<float>::randn({64, 3});                 // a batch of inputs
-  auto y = (x.sum({1}, true) > 0.0f);                     // 0/1 targets
+  auto y = (x.sum({1}, true) > 0.0f).to<float>();         // 0/1 targets (the comparison is bool)
   auto w = (Tensor<float>::randn({3, 1}) * 0.1f).requires_grad_();
   auto b = Tensor<float>::zeros({1}).requires_grad_();
   for (int step = 0; step < 100; ++step) {

@@ -558,14 +558,21 @@ struct Row {
 
 /// A row; `f` is a generic lambda over `const std::vector<Tensor<T>>&`, run
 /// for T = double and T = float.
+/// A comparison's bool result as 0 / 1 in the row's dtype (the table's values
+/// are of one dtype; the cast is part of what the plan runs).
+template <class T, class Y>
+Tensor<T> in_row_dtype(const Y& y) {
+  if constexpr (std::is_same_v<Y, Tensor<bool>>) return y.template to<T>();
+  else return y;
+}
 template <class F>
 Row row(std::string name, std::vector<Shape> shapes, Gens gens, F f, RefFn ref) {
   Row r;
   r.name = std::move(name);
   r.shapes = std::move(shapes);
   r.gens = std::move(gens);
-  r.fd = [f](const std::vector<TD>& x) { return f(x); };
-  r.ff = [f](const std::vector<TF>& x) { return f(x); };
+  r.fd = [f](const std::vector<TD>& x) { return in_row_dtype<double>(f(x)); };
+  r.ff = [f](const std::vector<TF>& x) { return in_row_dtype<float>(f(x)); };
   r.ref = std::move(ref);
   return r;
 }

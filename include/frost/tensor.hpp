@@ -225,6 +225,10 @@ class Tensor {
   Tensor gather(std::int64_t dim, const Tensor<std::int64_t>& index) const;
   Tensor scatter_add(std::int64_t dim, const Tensor<std::int64_t>& index, const Tensor& src) const;
   Tensor masked_fill(const Tensor& mask, T value) const;
+  /// value where mask is true (PyTorch's bool mask: x.masked_fill(x < 0, 0)).
+  template <class B>
+    requires(std::is_same_v<B, bool> && !std::is_same_v<T, bool>)
+  Tensor masked_fill(const Tensor<B>& mask, T value) const;
   /// x[mask] (PyTorch's boolean indexing): mask has the shape of this tensor's leading dims.
   Tensor index(const Tensor<bool>& mask) const;
   std::vector<Tensor> split(std::int64_t split_size, std::int64_t dim = 0) const;

@@ -135,6 +135,12 @@ template <class T> Tensor<T> Tensor<T>::mm(const Tensor& o) const { return frost
 template <class T> Tensor<T> Tensor<T>::bmm(const Tensor& o) const { return frost::bmm(*this, o); }
 template <class T> Tensor<T> Tensor<T>::masked_fill(const Tensor& m, T v) const { return frost::masked_fill(*this, m, v); }
 template <class T> Tensor<T> Tensor<T>::index(const Tensor<bool>& m) const { return frost::index(*this, m); }
+template <class T>
+template <class B>
+  requires(std::is_same_v<B, bool> && !std::is_same_v<T, bool>)
+Tensor<T> Tensor<T>::masked_fill(const Tensor<B>& m, T v) const {
+  return frost::masked_fill(*this, m, v);
+}
 
 // ---- in place -------------------------------------------------------------
 

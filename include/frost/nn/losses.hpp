@@ -94,7 +94,7 @@ Tensor<T> smooth_l1_loss(const Tensor<T>& input, const Tensor<T>& target, Reduct
   if (beta == 0) return detail::reduce(a, r);
   // the square of d, not of |d|: its second derivative at d = 0 is 1/beta (|d|'s slope there is 0)
   auto quadratic = d * d * T(0.5 / beta), linear = a - T(0.5 * beta);
-  return detail::reduce(where(a < T(beta), quadratic, linear), r);
+  return detail::reduce(where(frost::detail::m01(a) < T(beta), quadratic, linear), r);
 }
 
 /// Huber loss: 0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere
@@ -106,7 +106,7 @@ Tensor<T> huber_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction 
   FROST_CHECK(delta > 0, "frost::nn::functional::huber_loss: delta must be positive, got ", delta);
   auto d = input - target;
   auto a = d.abs();
-  return detail::reduce(where(a < T(delta), d * d * T(0.5), (a - T(0.5 * delta)) * T(delta)), r);
+  return detail::reduce(where(frost::detail::m01(a) < T(delta), d * d * T(0.5), (a - T(0.5 * delta)) * T(delta)), r);
 }
 
 /// kl_div's reductions: PyTorch's, with batchmean (the sum over the batch
@@ -126,7 +126,7 @@ Tensor<T> kl_div(const Tensor<T>& input, const Tensor<T>& target, KLDivReduction
     l = target.exp() * (target - input);
   } else {
     // log of 1 where the target is not positive: no -inf reaches a gradient.
-    const auto safe = where(target > T(0), target, Tensor<T>::ones({}, target.device()));
+    const auto safe = where(frost::detail::m01(target) > T(0), target, Tensor<T>::ones({}, target.device()));
     l = target * safe.log() - target * input;
   }
   switch (r) {

@@ -46,6 +46,34 @@ inline Tensor<T> binary_raw(BinaryOp op, const Tensor<T>& a, const Tensor<T>& b,
   return y;
 }
 
+/// m01(x) > c, m01(a) == b, ...: a comparison as 0 / 1 in x's float type,
+/// the kernel's own output with no bool round trip. What backward formulas
+/// multiply by and select with; the operators < > == ... give Tensor<bool>.
+template <class T>
+struct Mask01 {
+  const Tensor<T>& x;  // a full-expression's operand: m01(x.abs()) == y is fine
+};
+template <class T>
+Mask01<T> m01(const Tensor<T>& x) {
+  return {x};
+}
+#define FROST_MASK01(OPER, NAME)                                                               \
+  template <class T>                                                                           \
+  Tensor<T> operator OPER(Mask01<T> m, std::type_identity_t<T> c) {                            \
+    return unary_raw(UnaryOp::NAME##_scalar, m.x, c);                                          \
+  }                                                                                            \
+  template <class T>                                                                           \
+  Tensor<T> operator OPER(Mask01<T> m, const Tensor<T>& b) {                                   \
+    return binary_raw(BinaryOp::NAME, m.x, b);                                                 \
+  }
+FROST_MASK01(==, eq)
+FROST_MASK01(!=, ne)
+FROST_MASK01(<, lt)
+FROST_MASK01(<=, le)
+FROST_MASK01(>, gt)
+FROST_MASK01(>=, ge)
+#undef FROST_MASK01
+
 /// An in-place write into `t` must not reach one memory location from two
 /// elements (an expanded tensor: a dim of size > 1 with stride 0), or an
 /// element would be updated twice. PyTorch's internal-overlap rule.

@@ -96,7 +96,8 @@ struct SoftplusOp {
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
     const auto bx = x * T(beta);
     const T at_threshold = T(1 / (1 + std::exp(-threshold)));
-    g[0] = where(bx > T(threshold), dy, where(bx < T(threshold), dy * bx.sigmoid(), dy * at_threshold));
+    g[0] = where(detail::m01(bx) > T(threshold), dy,
+                 where(detail::m01(bx) < T(threshold), dy * bx.sigmoid(), dy * at_threshold));
   }
 };
 template <FloatScalar T> Tensor<T> softplus(const Tensor<T>& x, double beta = 1, double threshold = 20) {
@@ -110,7 +111,7 @@ struct EluOp {
   static constexpr const char* name = "elu";
   double alpha;
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
-    g[0] = where(x > T(0), dy, where(x < T(0), dy * x.exp() * T(alpha), dy * T(alpha)));
+    g[0] = where(detail::m01(x) > T(0), dy, where(detail::m01(x) < T(0), dy * x.exp() * T(alpha), dy * T(alpha)));
   }
 };
 template <FloatScalar T> Tensor<T> elu(const Tensor<T>& x, double alpha = 1) {
@@ -124,7 +125,7 @@ struct HardtanhOp {
   static constexpr const char* name = "hardtanh";
   double lo, hi;
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
-    g[0] = dy * ((x > T(lo)) * (x < T(hi)));
+    g[0] = dy * ((detail::m01(x) > T(lo)) * (detail::m01(x) < T(hi)));
   }
 };
 template <FloatScalar T> Tensor<T> hardtanh(const Tensor<T>& x, double min_val = -1, double max_val = 1) {
@@ -264,7 +265,7 @@ struct ClampOp {
   static constexpr const char* name = "clamp";
   double lo, hi;
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
-    g[0] = dy * (x > T(lo)) * (x < T(hi));
+    g[0] = dy * (detail::m01(x) > T(lo)) * (detail::m01(x) < T(hi));
   }
 };
 template <FloatScalar T> Tensor<T> clamp(const Tensor<T>& x, std::type_identity_t<T> lo, std::type_identity_t<T> hi) {
@@ -291,7 +292,7 @@ struct RpowScalarOp {
   double c;
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
     if (c != 0) g[0] = dy * y * T(std::log(c));
-    else g[0] = where(y <= T(1), Tensor<T>::zeros({}, dy.device()), dy * y * T(std::log(c)));
+    else g[0] = where(detail::m01(y) <= T(1), Tensor<T>::zeros({}, dy.device()), dy * y * T(std::log(c)));
   }
 };
 template <FloatScalar T> Tensor<T> pow(std::type_identity_t<T> c, const Tensor<T>& x) {
@@ -343,17 +344,19 @@ template <FloatScalar T> Tensor<T> operator/(std::type_identity_t<T> c, const Te
 }
 template <FloatScalar T> Tensor<T> operator-(const Tensor<T>& x) { return neg(x); }
 
-// Comparisons give 0/1 tensors of the same element type and carry no gradient.
-// Against a scalar they remember the caller's line for a jit guard.
-#define FROST_COMPARISON(OPER, NAME)                                                         \
-  template <FloatScalar T> Tensor<T> operator OPER(const Tensor<T>& a, const Tensor<T>& b) { \
-    return detail::binary_raw(BinaryOp::NAME, a, b);                                         \
-  }                                                                                          \
-  template <FloatScalar T>                                                                   \
-  Tensor<T> operator OPER(const Tensor<T>& a, detail::Located<std::type_identity_t<T>> c) {  \
-    auto y = detail::unary_raw(UnaryOp::NAME##_scalar, a, c.value);                          \
-    if (detail::tracing()) detail::trace_hooks->note_location(y.data(), c.loc);             \
-    return y;                                                                                \
+// Comparisons give Tensor<bool>, as PyTorch's, and carry no gradient: the
+// kernel's 0 / 1 in T, cast (a frozen plan folds the cast away where a
+// where() or a product reads it back as T). Against a scalar they remember
+// the caller's line for a jit guard.
+#define FROST_COMPARISON(OPER, NAME)                                                            \
+  template <FloatScalar T> Tensor<bool> operator OPER(const Tensor<T>& a, const Tensor<T>& b) { \
+    return detail::binary_raw(BinaryOp::NAME, a, b).template to<bool>();                        \
+  }                                                                                             \
+  template <FloatScalar T>                                                                      \
+  Tensor<bool> operator OPER(const Tensor<T>& a, detail::Located<std::type_identity_t<T>> c) {  \
+    auto y = detail::unary_raw(UnaryOp::NAME##_scalar, a, c.value).template to<bool>();         \
+    if (detail::tracing()) detail::trace_hooks->note_location(y.data(), c.loc);                \
+    return y;                                                                                   \
   }
 FROST_COMPARISON(==, eq)
 FROST_COMPARISON(!=, ne)
@@ -408,8 +411,9 @@ struct PowOp {
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b,
                                    const Tensor<T>& y) const {
     const auto zero = Tensor<T>::zeros({}, dy.device());
-    if (g.needs(0)) g[0] = sum_to(where(b == T(0), zero, dy * b * a.pow(b - T(1))), a.shape());
-    if (g.needs(1)) g[1] = sum_to(where((a == T(0)) * (b >= T(0)), zero, dy * y * a.log()), b.shape());
+    if (g.needs(0)) g[0] = sum_to(where(detail::m01(b) == T(0), zero, dy * b * a.pow(b - T(1))), a.shape());
+    if (g.needs(1))
+      g[1] = sum_to(where((detail::m01(a) == T(0)) * (detail::m01(b) >= T(0)), zero, dy * y * a.log()), b.shape());
   }
 };
 /// y = max(a, b) (min(a, b) with is_max false); the gradient goes to the
@@ -419,9 +423,10 @@ struct ExtremumOf2Op {
   static constexpr const char* name = is_max ? "maximum" : "minimum";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& a, const Tensor<T>& b) const {
     // Each side's share: 1, less 1 where the other wins and 1/2 on a tie.
-    const auto half_tie = (a == b) * T(0.5);
-    if (g.needs(0)) g[0] = sum_to(dy * (T(1) - (is_max ? a < b : a > b) - half_tie), a.shape());
-    if (g.needs(1)) g[1] = sum_to(dy * (T(1) - (is_max ? a > b : a < b) - half_tie), b.shape());
+    using detail::m01;
+    const auto half_tie = (m01(a) == b) * T(0.5);
+    if (g.needs(0)) g[0] = sum_to(dy * (T(1) - (is_max ? m01(a) < b : m01(a) > b) - half_tie), a.shape());
+    if (g.needs(1)) g[1] = sum_to(dy * (T(1) - (is_max ? m01(a) > b : m01(a) < b) - half_tie), b.shape());
   }
 };
 using MaximumOp = ExtremumOf2Op<true>;

@@ -213,8 +213,8 @@ template <IntScalar T, std::integral S> Tensor<T> operator>>(const Tensor<T>& a,
 
 // ---- comparisons, logical ops, any / all --------------------------------------
 
-// Integer and bool tensors compare into Tensor<bool>, as PyTorch. (Float
-// tensors still give 0/1 floats, which frozen plans hold: issue "dtypes".)
+// Integer and bool tensors compare into Tensor<bool>, as PyTorch (float
+// tensors too: elementwise.hpp).
 #define FROST_INT_COMPARISON(OPER, NAME)                                                                  \
   template <IntegralScalar T> Tensor<bool> operator OPER(const Tensor<T>& a, const Tensor<T>& b) {        \
     return detail::int_compare(BinaryOp::NAME, a, b);                                                     \

@@ -149,7 +149,7 @@ template <FloatScalar T> Tensor<T> var(const Tensor<T>& x, const Shape& dims, bo
 struct StdOp {
   static constexpr const char* name = "std";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const {
-    auto zero = y == T(0);
+    auto zero = detail::m01(y) == T(0);
     auto safe = where(zero, Tensor<T>::ones({}, y.device()), y);  // no 0/0 even in second derivatives
     g[0] = where(zero, Tensor<T>::zeros({}, y.device()), dy / (safe * T(2)));
   }
@@ -172,7 +172,7 @@ struct ProdOp {
   static constexpr const char* name = "prod";
   Shape keep, dims;
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
-    const auto is_zero = x == T(0);
+    const auto is_zero = detail::m01(x) == T(0);
     const auto zeros = sum(is_zero, dims, true);
     // The product of the non-zero factors; dividing by them never divides by 0.
     const auto nonzero = where(is_zero, Tensor<T>::ones({}, x.device()), x);
@@ -181,7 +181,8 @@ struct ProdOp {
     const auto the_zero = sum(x * is_zero, dims, true);          // 0, with its derivative
     const auto one_zero = is_zero * p + (T(1) - is_zero) * the_zero * others;
     const auto two_zeros = is_zero * (the_zero - x) * p;         // the other zero times the rest
-    g[0] = dy.reshape(keep) * ((zeros == T(0)) * others + (zeros == T(1)) * one_zero + (zeros == T(2)) * two_zeros);
+    using detail::m01;
+    g[0] = dy.reshape(keep) * ((m01(zeros) == T(0)) * others + (m01(zeros) == T(1)) * one_zero + (m01(zeros) == T(2)) * two_zeros);
   }
 };
 template <FloatScalar T> Tensor<T> prod(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
@@ -198,7 +199,8 @@ template <FloatScalar T> Tensor<T> prod(const Tensor<T>& x, const Shape& dims, b
 struct ExtremumOp {
   static constexpr const char* name = "max";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x, const Tensor<T>& y) const {
-    auto mask = (x == y) + (x != x) * (y != y);  // disjoint: a NaN equals nothing
+    using detail::m01;
+    auto mask = (m01(x) == y) + (m01(x) != x) * (m01(y) != y);  // disjoint: a NaN equals nothing
     g[0] = mask * (dy / sum(mask));
   }
 };
@@ -272,7 +274,7 @@ struct Norm2Op {
   Shape keep;
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x, const Tensor<T>& y) const {
     auto yk = y.reshape(keep);
-    auto zero = yk == T(0);
+    auto zero = detail::m01(yk) == T(0);
     auto safe = where(zero, Tensor<T>::ones({}, yk.device()), yk);  // no 0/0 even in second derivatives
     g[0] = x * where(zero, Tensor<T>::zeros({}, yk.device()), dy.reshape(keep) / safe);
   }
@@ -290,13 +292,13 @@ struct NormPOp {
     const auto yk = y.reshape(keep), dyk = dy.reshape(keep);
     const auto zero = Tensor<T>::zeros({}, x.device()), one = Tensor<T>::ones({}, x.device());
     if (std::isinf(p)) {
-      const auto hit = x.abs() == yk;
+      const auto hit = detail::m01(x.abs()) == yk;
       g[0] = x.sign() * hit * (dyk / sum(hit, dims, true));
       return;
     }
-    const auto at_zero = x == T(0);
+    const auto at_zero = detail::m01(x) == T(0);
     const auto scaled = x.sign() * where(at_zero, zero, where(at_zero, one, x.abs()).pow(T(p - 1)));
-    const auto y_zero = yk == T(0);
+    const auto y_zero = detail::m01(yk) == T(0);
     g[0] = scaled * where(y_zero, zero, dyk / where(y_zero, one, yk).pow(T(p - 1)));
   }
 };
@@ -341,7 +343,7 @@ template <FloatScalar T> Tensor<T> logsumexp(const Tensor<T>& x, const Shape& di
   {
     NoGradGuard ng;
     m = x.numel() > 0 ? detail::reduce_raw(ReduceOp::max, x, red, "logsumexp") : Tensor<T>::zeros(detail::keepdim_shape(x.shape(), red), x.device());
-    m = where(m.abs() == T(std::numeric_limits<T>::infinity()), Tensor<T>::zeros({}, x.device()), m);
+    m = where(detail::m01(m.abs()) == T(std::numeric_limits<T>::infinity()), Tensor<T>::zeros({}, x.device()), m);
   }
   auto y = log(sum(exp(x - m), red, true)) + m;
   return detail::finish_keepdim(y, x.shape(), red, keepdim);

@@ -18,7 +18,55 @@ inline bool identity_copy(const Graph& g, const Step& s) {
   return a.numel == b.numel && a.dtype == b.dtype && s.in[0].covers(a.numel) && s.out[0].covers(b.numel);
 }
 
-/// Dropout and whole-buffer identity copies: later steps read the source directly.
+/// Whether step `s` writes only 0 and 1 of its dtype: a comparison.
+inline bool writes_zero_one(const Step& s) {
+  if (s.kind == StepKind::unary) {
+    const auto op = static_cast<UnaryOp>(s.op);
+    return op == UnaryOp::eq_scalar || op == UnaryOp::ne_scalar || op == UnaryOp::lt_scalar ||
+           op == UnaryOp::le_scalar || op == UnaryOp::gt_scalar || op == UnaryOp::ge_scalar;
+  }
+  if (s.kind != StepKind::binary) return false;
+  const auto op = static_cast<BinaryOp>(s.op);
+  return op == BinaryOp::eq || op == BinaryOp::ne || op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt ||
+         op == BinaryOp::ge;
+}
+
+/// A comparison's 0 / 1 cast to bool and back to its own dtype (the bool a
+/// `<` returns, read by where() or a product in float): the second cast's
+/// readers read the comparison's output instead, and dead-code elimination
+/// drops the first cast when nothing else reads the bool. Returns how many.
+inline int remove_bool_round_trips(Graph& g) {
+  int n = 0;
+  rewrite_to_fixpoint(g, [&](const Uses& u, std::size_t k) {
+    const Step& back = g.steps[k];
+    if (back.kind != StepKind::cast || static_cast<DType>(back.op) != DType::bool_ || back.in[0].buf < 0 || back.out[0].buf < 0)
+      return false;
+    const int b = back.in[0].buf, c = back.out[0].buf;
+    if (u.writers[static_cast<std::size_t>(b)].size() != 1 || u.writers[static_cast<std::size_t>(c)].size() != 1) return false;
+    const Step& to_bool = g.steps[static_cast<std::size_t>(u.writers[static_cast<std::size_t>(b)][0])];
+    if (to_bool.kind != StepKind::cast || to_bool.dtype != DType::bool_ || static_cast<DType>(to_bool.op) != back.dtype ||
+        to_bool.in[0].buf < 0)
+      return false;
+    const int a = to_bool.in[0].buf;
+    const auto& aw = u.writers[static_cast<std::size_t>(a)];
+    if (aw.size() != 1 || !writes_zero_one(g.steps[static_cast<std::size_t>(aw[0])])) return false;
+    const Buffer& ab = g.buffers[static_cast<std::size_t>(a)];
+    const Buffer& bb = g.buffers[static_cast<std::size_t>(b)];
+    const Buffer& cb = g.buffers[static_cast<std::size_t>(c)];
+    if (ab.numel != cb.numel || !to_bool.in[0].covers(ab.numel) || !to_bool.out[0].covers(bb.numel) ||
+        !back.in[0].covers(bb.numel) || !back.out[0].covers(cb.numel))
+      return false;
+    if (u.output[static_cast<std::size_t>(c)] && u.output[static_cast<std::size_t>(a)]) return false;
+    alias(g, c, a, k + 1);
+    erase_step(g, k);
+    ++n;
+    return true;
+  });
+  return n;
+}
+
+/// Dropout, whole-buffer identity copies and a comparison's bool round trip:
+/// later steps read the source directly.
 inline void remove_identities(FreezeState& st) {
   Graph& g = st.g;
   int n_dropout = 0, n_copy = 0;
@@ -36,8 +84,9 @@ inline void remove_identities(FreezeState& st) {
     erase_step(g, k);
     return true;
   });
+  const int n_bool = remove_bool_round_trips(g);
   st.report.push_back("dropout/identity removal: " + std::to_string(n_dropout) + " dropout, " + std::to_string(n_copy) +
-                      " identity copies");
+                      " identity copies, " + std::to_string(n_bool) + " bool round trips");
 }
 
 /// Steps whose results nobody reads, and constants nobody uses.

@@ -56,7 +56,7 @@ Tensor<T> prelu(const Tensor<T>& x, const Tensor<T>& weight) {
     for (int d = 2; d < x.dim(); ++d) per_channel.push_back(1);
     w = w.reshape(per_channel);
   }
-  return where(x > T(0), x, where(x < T(0), x * w, x * w.detach()));
+  return where(frost::detail::m01(x) > T(0), x, where(frost::detail::m01(x) < T(0), x * w, x * w.detach()));
 }
 
 }  // namespace frost::nn::functional

@@ -46,7 +46,7 @@ void renorm_rows(const Tensor<T>& weight, const std::vector<std::int64_t>& rows,
   const auto picked = weight.index_select(0, idx);
   const auto norms = picked.norm(norm_type, {1}, true);
   // factor 1 for rows within the bound, max_norm / (norm + 1e-7) above it
-  const auto factor = frost::where(norms > T(max_norm), T(max_norm) / (norms + T(1e-7)), Tensor<T>::ones({n, 1}, weight.device()));
+  const auto factor = frost::where(frost::detail::m01(norms) > T(max_norm), T(max_norm) / (norms + T(1e-7)), Tensor<T>::ones({n, 1}, weight.device()));
   const auto delta = picked * (factor - T(1));
   Tensor<T> w = weight;  // a handle on the caller's parameter: updated in place, as PyTorch does
   w.copy_(w.scatter_add(0, idx.view({n, 1}).expand({n, dim}), delta));
