@@ -89,7 +89,7 @@ TEST_CASE("op table: binary ops have broadcasting rows") {
   for (std::string_view op : {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
                               "where", "masked_fill", "matmul", "addmm", "relu_backward", "tanh_backward",
                               "sigmoid_backward", "leaky_relu_backward", "gelu_backward", "silu_backward",
-                              "gelu_tanh_backward"}) {
+                              "gelu_tanh_backward", "floor_divide", "remainder", "fmod"}) {
     INFO("op: ", std::string(op));
     CHECK(std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return r.name == op && broadcasts(r); }));
   }

@@ -170,7 +170,23 @@ std::vector<Row> elementwise_rows() {
       row("minimum", {Shape{}, {2, 3}}, no_ties, FN(x[0].minimum(x[1])), EW2(std::min(a, b))),
       row("minimum", {{3, 3}, {3, 3}}, no_ties, FN(x[0].minimum(x[1])), EW2(std::min(a, b))).layout({kC, kT}),
 
-      // ---- comparisons (0/1 results, no gradient); integer inputs make ties --
+      // ---- rounded division and remainders (ops/rounding.hpp): divisors away
+      // from 0; a uniform a / b lands on a jump (an integer) with probability 0
+      row("div", {{2, 3}, {2, 3}}, Gens{u, away(-2, 2, 0.5)}, FN(frost::div(x[0], x[1], "floor")), EW2(std::floor(a / b)))
+          .with_note("floor: zero gradients"),
+      row("div", {{2, 3}, {3}}, Gens{u, away(-2, 2, 0.5)}, FN(frost::div(x[0], x[1], "trunc")), EW2(std::trunc(a / b)))
+          .with_note("trunc"),
+      row("floor_divide", {{2, 3}, {2, 1}}, Gens{u, away(-2, 2, 0.5)}, FN(frost::floor_divide(x[0], x[1])),
+          EW2(std::floor(a / b))),
+      row("remainder", {{2, 3}, {2, 3}}, Gens{u, away(-2, 2, 0.5)}, FN(frost::remainder(x[0], x[1])),
+          EW2(a - b * std::floor(a / b))),
+      row("remainder", {{2, 3}, {3}}, Gens{u, away(-2, 2, 0.5)}, FN(x[0] % x[1]), EW2(a - b * std::floor(a / b))),
+      row("remainder", {{3, 3}}, Gens{u}, FN(frost::remainder(x[0], -0.75)), EW1(a + 0.75 * std::floor(a / -0.75)))
+          .layout({kT}).with_note("scalar divisor"),
+      row("fmod", {{2, 3}, {2, 3}}, Gens{u, away(-2, 2, 0.5)}, FN(frost::fmod(x[0], x[1])), EW2(std::fmod(a, b))),
+      row("fmod", {{2, 3}, Shape{}}, Gens{u, away(-2, 2, 0.5)}, FN(frost::fmod(x[0], x[1])), EW2(std::fmod(a, b))),
+
+      // ---- comparisons (bool results, compared as 0/1; no gradient); integer inputs make ties --
       row("eq", {{2, 3}, {2, 3}}, ints(-1, 1), FN(x[0] == x[1]), EW2(double(a == b))).no_grad(),
       row("eq", {{2, 3}, {3}}, ints(-1, 1), FN(x[0] == x[1]), EW2(double(a == b))).no_grad(),
       row("eq", {{2, 3}}, ints(-1, 1), FN(x[0] == 1.0), EW1(double(a == 1))).no_grad().with_note("scalar"),

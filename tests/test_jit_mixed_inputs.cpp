@@ -72,3 +72,42 @@ TEST_CASE("jit: a callable over integer inputs only freezes into a Plan<float>")
   const auto a2 = Tensor<std::int32_t>::from({100000, 7, -9}), b2 = Tensor<std::int32_t>::from({100000, 0, 9});
   CHECK(plan.run(a2, b2).to_vector() == f(a2, b2).to_vector());  // int32 wraps as eager does
 }
+
+TEST_CASE("jit::compile: inputs of several dtypes; another dtype combination is a plan of its own") {
+  manual_seed(8);
+  auto m = nn::make<frost::test::Tagger>();
+  m->eval();
+  auto fast = jit::compile(m);
+  const auto bias = TF::randn({5, 3});
+  const auto keep = Tensor<bool>::from({true, false, true, true, false});
+  const auto eager = [&](const I64& t, const Tensor<bool>& k) {
+    InferenceMode im;
+    return m->forward(t, bias, k);
+  };
+  for (const auto& t : {I64::from({1, 4, 9, 0, 2}), I64::from({3, 3, 3, 1, 0})})
+    CHECK((fast(t, bias, keep) - eager(t, keep)).abs().max().item() <= 1e-6f);
+  CHECK(fast.stats().traces == 1);
+  const auto all = Tensor<bool>::ones({5});
+  CHECK((fast(I64::from({5, 6, 7, 8, 9}), bias, all) - eager(I64::from({5, 6, 7, 8, 9}), all)).abs().max().item() <= 1e-6f);
+  CHECK(fast.stats().traces == 1);  // same dtypes and shapes: the cached plan
+  CHECK((fast(I64::from({1, 2}), TF::randn({2, 3}), Tensor<bool>::ones({2})).shape() == Shape{2, 3}));
+  CHECK(fast.stats().traces == 2);  // new shapes: a second plan
+}
+
+namespace {
+/// Two forwards: the input's dtype picks one, as overloads do in eager code.
+struct ByDtype : nn::Module {
+  TF forward(const I64& t) { return t.to<float>() * 2.0f; }
+  TF forward(const Tensor<std::int32_t>& t) { return t.to<float>() * 3.0f; }
+};
+}  // namespace
+
+TEST_CASE("jit::compile: an input of another dtype than a cached plan's traces a plan of its own") {
+  auto m = nn::make<ByDtype>();
+  auto fast = jit::compile(m);
+  CHECK(fast(I64::from({1, 2})).to_vector() == std::vector<float>{2, 4});
+  CHECK(fast(Tensor<std::int32_t>::from({1, 2})).to_vector() == std::vector<float>{3, 6});
+  CHECK(fast(I64::from({5, 6})).to_vector() == std::vector<float>{10, 12});
+  CHECK(fast.stats().traces == 2);
+  CHECK(fast.stats().cached_plans == 2);
+}

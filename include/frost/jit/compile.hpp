@@ -40,37 +40,16 @@ class Compiled {
     FROST_CHECK(opt.max_plans >= 1, "frost::jit::compile: max_plans must be at least 1");
   }
 
-  template <class... Rest>
-  Tensor<T> operator()(const Tensor<T>& x, const Rest&... rest) {
-    const std::vector<Tensor<T>> inputs{x, rest...};
-    std::int64_t traces_seen = 0;
-    if (auto out = run_cached(inputs, traces_seen, true)) return *out;
-    // No plan takes this input: trace it (an eager run) and keep the plan.
-    // One trace at a time: a module on a device visits the host while it is
-    // traced, and a plan another thread traced meanwhile may take this input.
-    std::lock_guard<std::mutex> one_trace(trace_m_);
-    if (traced_since(traces_seen))
-      if (auto out = run_cached(inputs, traces_seen, false)) return *out;
-    bool stale;  // the cached plans were frozen from other weights
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      stale = stats_.traces == 0 || weights_changed();
-    }
-    auto plan = std::make_shared<Plan<T>>(freeze(*module_, x, rest...));
-    auto out = plan->run_all(inputs);
-    std::lock_guard<std::mutex> lock(m_);
-    if (stale) {
-      stats_.invalidations += !plans_.empty();
-      plans_.clear();
-    }
-    snapshot_weights();  // after the trace: a device module's weights come back from the host in new memory
-    ++stats_.traces;
-    plans_.insert(plans_.begin(), plan);
-    if (plans_.size() > opt_.max_plans) {
-      plans_.pop_back();
-      ++stats_.evictions;
-    }
-    return out[0];
+  /// The module's output for these inputs, from a cached plan whose shapes,
+  /// dtypes and guards take them, or from a new trace. Inputs of any dtypes
+  /// (int64 token ids, a bool mask); each combination of dtypes and shapes
+  /// gets plans of its own.
+  template <Scalar U, class... Rest>
+  Tensor<T> operator()(const Tensor<U>& x, const Rest&... rest) {
+    if constexpr (std::is_same_v<U, T> && (std::is_same_v<Rest, Tensor<T>> && ...))
+      return call(std::vector<Tensor<T>>{x, rest...}, x, rest...);
+    else
+      return call(std::vector<AnyTensor>{AnyTensor(x), AnyTensor(rest)...}, x, rest...);
   }
 
   /// Drops every plan: the next call traces again (after changing state
@@ -88,14 +67,57 @@ class Compiled {
   }
 
  private:
+  /// operator()'s work over the inputs as one list (Tensor<T> or AnyTensor).
+  template <class In, class... X>
+  Tensor<T> call(const std::vector<In>& inputs, const X&... xs) {
+    std::int64_t traces_seen = 0;
+    if (auto out = run_cached(inputs, traces_seen, true)) return *out;
+    // No plan takes this input: trace it (an eager run) and keep the plan.
+    // One trace at a time: a module on a device visits the host while it is
+    // traced, and a plan another thread traced meanwhile may take this input.
+    std::lock_guard<std::mutex> one_trace(trace_m_);
+    if (traced_since(traces_seen))
+      if (auto out = run_cached(inputs, traces_seen, false)) return *out;
+    bool stale;  // the cached plans were frozen from other weights
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stale = stats_.traces == 0 || weights_changed();
+    }
+    auto plan = std::make_shared<Plan<T>>(freeze(*module_, xs...));
+    auto out = first_output(*plan, inputs);
+    std::lock_guard<std::mutex> lock(m_);
+    if (stale) {
+      stats_.invalidations += !plans_.empty();
+      plans_.clear();
+    }
+    snapshot_weights();  // after the trace: a device module's weights come back from the host in new memory
+    ++stats_.traces;
+    plans_.insert(plans_.begin(), plan);
+    if (plans_.size() > opt_.max_plans) {
+      plans_.pop_back();
+      ++stats_.evictions;
+    }
+    return out;
+  }
+
+  static Tensor<T> first_output(const Plan<T>& p, const std::vector<Tensor<T>>& in) { return p.run_all(in)[0]; }
+  static Tensor<T> first_output(const Plan<T>& p, const std::vector<AnyTensor>& in) {
+    const AnyTensor y = p.run_any(in)[0];
+    FROST_CHECK(y.is<T>(), "frost::jit::compile: the module's output is ", dtype_name(y.dtype()), ", not ", dtype_name<T>());
+    return y.as<T>();
+  }
+  static DType input_dtype(const Tensor<T>&) { return dtype_of<T>(); }
+  static DType input_dtype(const AnyTensor& a) { return a.dtype(); }
+
   /// The first cached plan whose guards take `inputs` runs them; `traces`
   /// gets how many traces there had been when the candidates were chosen.
-  std::optional<Tensor<T>> run_cached(const std::vector<Tensor<T>>& inputs, std::int64_t& traces, bool new_call) {
+  template <class In>
+  std::optional<Tensor<T>> run_cached(const std::vector<In>& inputs, std::int64_t& traces, bool new_call) {
     for (const auto& plan : candidates(inputs, traces, new_call)) {
       try {
-        auto out = plan->run_all(inputs);
+        auto out = first_output(*plan, inputs);
         touch(plan);
-        return out[0];
+        return out;
       } catch (const GuardFailure&) {
         std::lock_guard<std::mutex> lock(m_);
         ++stats_.guard_failures;
@@ -107,8 +129,8 @@ class Compiled {
     std::lock_guard<std::mutex> lock(m_);
     return stats_.traces != traces;
   }
-  std::vector<std::shared_ptr<Plan<T>>> candidates(const std::vector<Tensor<T>>& inputs, std::int64_t& traces,
-                                                    bool new_call) {
+  template <class In>
+  std::vector<std::shared_ptr<Plan<T>>> candidates(const std::vector<In>& inputs, std::int64_t& traces, bool new_call) {
     std::lock_guard<std::mutex> lock(m_);
     traces = stats_.traces;
     stats_.calls += new_call;
@@ -119,9 +141,11 @@ class Compiled {
     }
     std::vector<std::shared_ptr<Plan<T>>> out;
     for (const auto& p : plans_) {
-      const auto& shapes = p->graph().input_shapes;
-      bool same = shapes.size() == inputs.size();
-      for (std::size_t i = 0; same && i < inputs.size(); ++i) same = shapes[i] == inputs[i].shape();
+      const Graph& g = p->graph();
+      bool same = g.input_shapes.size() == inputs.size();
+      for (std::size_t i = 0; same && i < inputs.size(); ++i)
+        same = g.input_shapes[i] == inputs[i].shape() &&
+               g.buffers[static_cast<std::size_t>(g.inputs[i])].dtype == input_dtype(inputs[i]);
       if (same) out.push_back(p);
     }
     return out;

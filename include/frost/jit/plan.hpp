@@ -103,125 +103,24 @@ class Plan {
   /// Writes the plan as one safetensors file that runs with no model source:
   /// constants as tensors, graph, guards, memory plan and format version in
   /// the metadata (plus the traced graph, so a loaded plan can refit).
-  void save(const std::string& path) const {
-    std::vector<frost::detail::safetensors::OutEntry> entries;
-    auto add_constants = [&](const Graph& g, const char* prefix) {
-      for (std::size_t b = 0; b < g.buffers.size(); ++b) {
-        const Buffer& buf = g.buffers[b];
-        if (buf.kind != BufferKind::constant || !buf.data) continue;
-        frost::detail::safetensors::OutEntry e;
-        e.name = prefix + detail::constant_tensor_name(b);
-        e.dtype = frost::detail::safetensors::dtype_string(buf.dtype);  // a view of a literal
-        e.shape = Shape{buf.numel};
-        e.data.resize(buf.data->nbytes);
-        if (!e.data.empty()) std::memcpy(e.data.data(), buf.data->data, e.data.size());
-        entries.push_back(std::move(e));
-      }
-    };
-    add_constants(g_, "");
-    std::map<std::string, std::string> meta{{"format", detail::kPlanFormat},
-                                            {"format_version", std::to_string(detail::kPlanVersion)},
-                                            {"frost.plan", detail::plan_to_json({g_, offsets_, arena_bytes_, report_})},
-                                            {"frost.allow_tf32", opt_.allow_tf32 ? "1" : "0"},
-                                            {"frost.quantize_linear", opt_.quantize_linear ? "1" : "0"}};
-    if (source_) {
-      add_constants(*source_, "source.");
-      meta["frost.source"] = detail::plan_to_json({*source_, std::vector<std::int64_t>(source_->buffers.size(), -1), 0, {}});
-    }
-    frost::detail::safetensors::write_file(frost::detail::safetensors::serialize(entries, meta), path);
-  }
+  void save(const std::string& path) const;
 
   /// Loads a plan saved by save(); every part of the file is checked first:
   /// a corrupt, truncated, hostile or other-version file is a frost::Error.
   static Plan load(const std::string& path) { return from_file(SafetensorsFile::open(path)); }
 
   /// The same from an in-memory image (what the loader's fuzz target feeds).
-  static Plan from_file(const SafetensorsFile& f) {
-    const auto& meta = f.metadata();
-    auto get = [&](const char* key) -> const std::string& {
-      auto it = meta.find(key);
-      FROST_CHECK(it != meta.end(), "frost::jit::Plan::load: ", f.source(), ": not a frost plan (no '", key,
-                  "' in the metadata)");
-      return it->second;
-    };
-    FROST_CHECK(get("format") == detail::kPlanFormat, "frost::jit::Plan::load: ", f.source(), ": format is '",
-                get("format"), "', expected '", detail::kPlanFormat, "'");
-    FROST_CHECK(get("format_version") == std::to_string(detail::kPlanVersion), "frost::jit::Plan::load: ", f.source(),
-                ": written with plan format version ", get("format_version"), ", this frost reads version ",
-                detail::kPlanVersion);
-    detail::PlanParts p = detail::plan_from_json(get("frost.plan"), f);
-    FROST_CHECK(p.g.dtype == dtype_of<T>(), "frost::jit::Plan::load: ", f.source(), ": the plan is for ",
-                dtype_name(p.g.dtype), " tensors, not ", dtype_name<T>());
-    detail::validate_plan(p.g, p.offsets, p.arena_bytes, "frost::jit::Plan::load: " + f.source());
-    detail::make_prepared<T>(p.g);  // never saved: this build's form
-    Plan plan;
-    plan.g_ = std::move(p.g);
-    plan.offsets_ = std::move(p.offsets);
-    plan.arena_bytes_ = p.arena_bytes;
-    plan.report_ = std::move(p.report);
-    // The options refit freezes again with (absent in older files: off).
-    auto flag = [&](const char* key) {
-      const auto it = meta.find(key);
-      if (it == meta.end()) return false;
-      FROST_CHECK(it->second == "0" || it->second == "1", "frost::jit::Plan::load: ", f.source(), ": '", key, "' is '",
-                  it->second, "', expected '0' or '1'");
-      return it->second == "1";
-    };
-    plan.opt_.allow_tf32 = flag("frost.allow_tf32");
-    plan.opt_.quantize_linear = flag("frost.quantize_linear");
-    if (meta.count("frost.source")) {
-      // The traced graph's constants are stored under "source.b<id>".
-      plan.source_ = std::make_shared<const Graph>(load_source(f, meta.at("frost.source")));
-    }
-    return plan;
-  }
+  static Plan from_file(const SafetensorsFile& f);
 
   /// New weights, same plan: the module's parameters and buffers replace the
   /// traced constants of the same names and the freeze passes run again (so
   /// folded weights are recomputed); no trace, no model code involved.
   template <class M>
     requires(!std::is_convertible_v<const M&, std::string>)  // a path (a string literal too) is the overload below
-  void refit(const M& module) {
-    const auto& m = module_ref(module);
-    std::map<std::string, Ref<StorageImpl>> by_name;
-    std::map<std::string, std::pair<DType, std::int64_t>> meta;
-    auto add = [&](const std::string& name, const auto& t) {
-      using U = std::remove_cvref_t<decltype(*t.data())>;
-      const auto c = t.detach().cpu().contiguous().clone();  // a module trained on a GPU refits too
-      by_name[name] = c.impl()->storage;
-      meta[name] = {dtype_of<U>(), c.numel()};
-    };
-    for (const auto& [n, t] : m.named_parameters()) add(n, t);
-    for (const auto& [n, t] : m.named_buffers()) add(n, t);
-    for (const auto& [n, t] : m.named_index_buffers()) add(n, t);
-    refit_with(by_name, meta, "the module");
-  }
+  void refit(const M& module);
 
   /// refit from a safetensors weights file (a state dict, e.g. save_safetensors(model, path)).
-  void refit(const std::string& path) {
-    const auto f = SafetensorsFile::open(path);
-    std::map<std::string, Ref<StorageImpl>> by_name;
-    std::map<std::string, std::pair<DType, std::int64_t>> meta;
-    // Each weight in the dtype the plan holds it in (a file's F16 / F32 / F64
-    // weights convert to a float plan's, its integers to an index buffer's
-    // int64 or a mask's bool); a name the plan lacks is left alone.
-    std::map<std::string, DType> want;
-    if (source_)
-      for (const auto& b : source_->buffers)
-        if (b.kind == BufferKind::constant && b.param) want[b.name] = b.dtype;
-    for (const auto& name : f.names()) {
-      const auto& info = f.info(name);
-      const bool floating = info.dtype == "F16" || info.dtype == "BF16" || info.dtype == "F32" || info.dtype == "F64";
-      const auto it = want.find(name);
-      const DType dt = it != want.end() ? it->second : floating ? dtype_of<T>() : DType::int64;
-      visit_dtype(dt, [&](auto tag) {
-        auto t = f.get<decltype(tag)>(name);
-        by_name[name] = t.impl()->storage;
-        meta[name] = {dt, t.numel()};
-      });
-    }
-    refit_with(by_name, meta, path);
-  }
+  void refit(const std::string& path);
 
   const Graph& graph() const { return g_; }
   std::size_t num_inputs() const { return g_.inputs.size(); }
@@ -408,52 +307,11 @@ class Plan {
     return check_with(module, 1e-4, x, rest...);
   }
   template <class M, Scalar U, class... Rest>
-  CheckReport check_with(M& module, double tol, const Tensor<U>& x, const Rest&... rest) const {
-    auto& m = module_ref(module);
-    const bool was_training = m.is_training();
-    m.eval();
-    std::vector<Tensor<T>> eager;
-    {
-      InferenceMode im;
-      eager = as_outputs(call_forward(module, x, rest...));
-    }
-    if (was_training) m.train();
-    std::vector<Tensor<T>> frozen;
-    for (const auto& y : run_any({AnyTensor(x), AnyTensor(rest)...})) frozen.push_back(y.template to<T>());
-    FROST_CHECK(eager.size() == frozen.size(), "frost::jit::Plan::check: the module returned ", eager.size(),
-                " outputs, the plan ", frozen.size());
-    CheckReport r;
-    r.tolerance = tol;
-    for (std::size_t i = 0; i < eager.size(); ++i) {
-      const double d = eager[i].shape() == frozen[i].shape() ? (eager[i] - frozen[i]).abs().max().item() : INFINITY;
-      r.max_abs_diff.push_back(d);
-      r.ok = r.ok && d <= tol * (1.0 + eager[i].abs().max().item());
-    }
-    return r;
-  }
+  CheckReport check_with(M& module, double tol, const Tensor<U>& x, const Rest&... rest) const;
   /// check with the inputs as a list (one to four of them) and a tolerance
   /// relative to each output's largest magnitude.
   template <class M>
-  CheckReport check(M& module, const std::vector<Tensor<T>>& inputs, double tol = 1e-4) const {
-    CheckReport r;
-    bool done = false;
-    auto try_n = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      using Impl = std::remove_reference_t<decltype(module_ref(module))>;
-      if constexpr (requires(Impl& i, const Tensor<T>& t) { i.forward(((void)I, t)...); }) {
-        if (inputs.size() == sizeof...(I)) {
-          r = check_with(module, tol, inputs[I]...);
-          done = true;
-        }
-      }
-    };
-    try_n(std::make_index_sequence<1>{});
-    try_n(std::make_index_sequence<2>{});
-    try_n(std::make_index_sequence<3>{});
-    try_n(std::make_index_sequence<4>{});
-    FROST_CHECK(done, "frost::jit::Plan::check: the module's forward does not take ", inputs.size(),
-                " tensors (the list form takes one to four; call check_with for more)");
-    return r;
-  }
+  CheckReport check(M& module, const std::vector<Tensor<T>>& inputs, double tol = 1e-4) const;
 
  private:
   /// The run behind run_all / run_any / run_into / profile: inputs
@@ -489,79 +347,7 @@ class Plan {
   }
 
   template <class In>
-  PlanProfile profile_of(const std::vector<In>& inputs, int runs) const {
-    FROST_CHECK(runs >= 1, "frost::jit::Plan::profile: runs must be at least 1, got ", runs);
-    check_inputs(inputs);
-    using clock = std::chrono::steady_clock;
-    auto ms_since = [](clock::time_point a) { return std::chrono::duration<double, std::milli>(clock::now() - a).count(); };
-    auto wait = [&] {
-      if (device_.is_cuda()) frost::cuda::synchronize(device_.index);
-    };
-    PlanProfile p;
-    p.device = device_;
-    p.runs = runs;
-    {
-      // Untimed warm-up runs: one, and on CUDA two (a workspace's first run
-      // goes step by step, its second captures the graph).
-      const int warm = device_.is_cpu() ? 1 : 2;
-      std::vector<double> whole;
-      for (int r = 0; r < runs + warm; ++r) {
-        const auto t0 = clock::now();
-        run_with(inputs, [](const Slot&, DType, const Ref<StorageImpl>&, std::int64_t) {});
-        wait();
-        if (r >= warm) whole.push_back(ms_since(t0));
-      }
-      p.run_ms = detail::median_min(whole).first;
-    }
-    // The units a run takes one at a time: a step, or a CPU chain of matrix-vector layers.
-    const Step* const begin = g_.steps.data();
-    const Step* const end = begin + g_.steps.size();
-    for (const Step* s = begin; s != end; s += p.steps.back().count) {
-      StepTiming t;
-      t.first = static_cast<std::size_t>(s - begin);
-      t.count = device_.is_cpu() ? host_unit(s, end) : 1;
-      t.kind = step_kind_name(s->kind);
-      t.attrs = t.count > 1 ? std::to_string(t.count) + " matrix-vector layers in one parallel region" : detail::step_attrs(*s);
-      t.note = s->note;
-      if (!s->out.empty()) t.out = s->out[0].shape;
-      p.steps.push_back(std::move(t));
-    }
-    std::vector<std::vector<double>> times(p.steps.size());
-    std::vector<AnyTensor> staged;
-    Lease ws(*this);
-    if (device_.is_cpu()) {
-      bind_host_inputs(inputs, *ws, staged);
-      for (int r = 0; r < runs; ++r)
-        for (std::size_t u = 0; u < p.steps.size(); ++u) {
-          const auto t0 = clock::now();
-          run_host_unit(begin + p.steps[u].first, p.steps[u].count, ws->bases.data());
-          times[u].push_back(ms_since(t0));
-        }
-    } else {
-      stage_device_inputs(inputs, *ws);
-      frost::detail::DeviceRuntime& rt = frost::detail::cuda_runtime("jit::Plan::profile");
-      const DeviceSwitches switches(&rt, opt_.allow_tf32);
-      struct Events {  // before step 0, then after each step
-        frost::detail::DeviceRuntime& rt;
-        std::vector<void*> e;
-        ~Events() {
-          for (void* x : e) rt.event_destroy(x);
-        }
-      } ev{rt, {}};
-      for (std::size_t i = 0; i <= p.steps.size(); ++i) ev.e.push_back(rt.event_create(device_.index));
-      for (int r = 0; r < runs; ++r) {
-        rt.event_record(ev.e[0], device_.index);
-        for (std::size_t u = 0; u < p.steps.size(); ++u) {
-          run_device_step(g_.steps[u], *ws);
-          rt.event_record(ev.e[u + 1], device_.index);
-        }
-        for (std::size_t u = 0; u < p.steps.size(); ++u) times[u].push_back(rt.event_elapsed_ms(ev.e[u], ev.e[u + 1]));
-      }
-    }
-    for (std::size_t u = 0; u < p.steps.size(); ++u)
-      std::tie(p.steps[u].median_ms, p.steps[u].min_ms) = detail::median_min(times[u]);
-    return p;
-  }
+  PlanProfile profile_of(const std::vector<In>& inputs, int runs) const;
 
   struct Workspace {
     Ref<StorageImpl> arena;
@@ -715,35 +501,11 @@ class Plan {
   DeviceAllocator* allocator() const { return device_.is_cpu() ? nullptr : backend_for<T>(device_).allocator(); }
 
   /// A constant's bytes on device `d` (any element type).
-  static Ref<StorageImpl> upload(const StorageImpl& host, DType dt, Device d) {
-    auto put = [&](auto tag) {
-      using U = decltype(tag);
-      Backend<U>& be = backend_for<U>(d);
-      Ref<StorageImpl> dev = StorageImpl::on(d, host.nbytes, be.allocator());
-      be.copy_from_host(static_cast<const U*>(host.data), static_cast<U*>(dev->data),
-                        static_cast<std::int64_t>(host.nbytes / sizeof(U)));
-      return dev;
-    };
-    return visit_dtype(dt, put);
-  }
+  static Ref<StorageImpl> upload(const StorageImpl& host, DType dt, Device d);
 
   /// Copies the inputs (CPU or device, any layout) into the workspace's input buffers.
   template <class In>
-  void stage_device_inputs(const std::vector<In>& inputs, Workspace& ws) const {
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      visit_input(inputs[i], [&](const auto& x) {
-        using U = typename std::decay_t<decltype(x)>::value_type;
-        Backend<U>& be = backend_for<U>(device_);
-        U* dst = static_cast<U*>(ws.inputs[i]->data);
-        if (x.device() == device_) {
-          be.copy(x.view_of(), View<U>(dst, x.shape()));
-        } else {
-          const auto c = x.contiguous();
-          be.copy_from_host(c.data(), dst, c.numel());
-        }
-      });
-    }
-  }
+  void stage_device_inputs(const std::vector<In>& inputs, Workspace& ws) const;
 
   /// The steps on the device: the first run step by step (it times the
   /// convolution algorithms for these shapes, as cudnn.benchmark does, and
@@ -751,21 +513,7 @@ class Plan {
   /// Graph, later ones one graph launch. Plans with guards always run step
   /// by step; a graph with index steps is followed by one read-back of
   /// their bad-index checks (a sync; step by step, each index step syncs).
-  void execute_device(Workspace& ws) const {
-    frost::detail::DeviceRuntime* rt = frost::detail::cuda_runtime_slot();
-    const bool cuda = rt && device_.is_cuda();
-    const DeviceSwitches switches(cuda ? rt : nullptr, opt_.allow_tf32);
-    if (graphable_ && cuda) {
-      if (ws.graph && launch_graph(ws, rt)) return;
-      // A capture that cannot hold a step (an algorithm not timed for these
-      // shapes, e.g. after the TF32 switch changed; a workspace to grow)
-      // falls back to a step-by-step run, which times and sizes them, so the
-      // next run captures; after kMaxFailedCaptures the plan stays step by step.
-      if (ws.runs > 0 && ws.failed_captures < kMaxFailedCaptures && capture(ws, rt)) return;
-    }
-    for (const auto& s : g_.steps) run_device_step(s, ws);
-    ++ws.runs;  // only a run that went through counts as the warm one
-  }
+  void execute_device(Workspace& ws) const;
   /// What a device run sets on its thread, and restores after. Plans always
   /// use timed algorithms: the first run times them (once per shape,
   /// cached), later runs and the capture find them in the cache. A plan
@@ -786,104 +534,23 @@ class Plan {
     DeviceSwitches(const DeviceSwitches&) = delete;
     DeviceSwitches& operator=(const DeviceSwitches&) = delete;
   };
-  void run_device_step(const Step& s, Workspace& ws) const {
-    if (s.kind != StepKind::guard) {
-      detail::run_step(s, ws.bases.data(), device_);
-      return;
-    }
-    // A guard reads its window back to the host (a sync).
-    const Buffer& b = g_.buffers[static_cast<std::size_t>(s.in[0].buf)];
-    std::vector<unsigned char> host(static_cast<std::size_t>(b.numel) * detail::dtype_size(b.dtype));
-    read_back(b.dtype, ws.bases[static_cast<std::size_t>(s.in[0].buf)], host.data(), b.numel);
-    check_guard(s, b, host.data());
-  }
+  void run_device_step(const Step& s, Workspace& ws) const;
   /// Captures the steps as a CUDA Graph and launches it; false (nothing
   /// captured, nothing run) when a step could not be captured.
-  bool capture(Workspace& ws, frost::detail::DeviceRuntime* rt) const {
-    rt->capture_begin(device_.index);
-    try {
-      capture_steps(ws, rt);
-    } catch (const Error&) {
-      rt->capture_abort(device_.index);
-      ++ws.failed_captures;
-      return false;
-    } catch (...) {
-      rt->capture_abort(device_.index);
-      throw;
-    }
-    try {
-      ws.graph = rt->capture_end(device_.index);
-    } catch (const Error&) {
-      ++ws.failed_captures;
-      return false;
-    }
-    return launch_graph(ws, rt);
-  }
+  bool capture(Workspace& ws, frost::detail::DeviceRuntime* rt) const;
   /// One replay of the workspace's graph, then the index steps' checks;
   /// false (nothing ran) when the launch itself failed, e.g. the device had
   /// no memory left to map the graph's. The graph is dropped then, and this
   /// workspace runs step by step from then on, as it would have without
   /// graphs: the caller's run goes on that way.
-  bool launch_graph(Workspace& ws, frost::detail::DeviceRuntime* rt) const {
-    try {
-      rt->graph_launch(ws.graph, device_.index);
-    } catch (const Error&) {
-      rt->graph_destroy(std::exchange(ws.graph, nullptr));
-      ws.failed_captures = kMaxFailedCaptures;
-      return false;
-    }
-    ++pool_->graph_launches;
-    check_index_slots(ws);
-    return true;
-  }
+  bool launch_graph(Workspace& ws, frost::detail::DeviceRuntime* rt) const;
   /// The steps queued into the capture. The index steps record a bad index
   /// in the workspace's slots, which the graph clears first.
-  void capture_steps(Workspace& ws, frost::detail::DeviceRuntime* rt) const {
-    if (index_steps_.empty()) {
-      for (const auto& s : g_.steps) detail::run_step(s, ws.bases.data(), device_);
-      return;
-    }
-    auto* slots = static_cast<std::int64_t*>(ws.index_slots->data);
-    backend_for<std::int64_t>(device_).fill(View<std::int64_t>(slots, Shape{static_cast<std::int64_t>(ws.index_host.size())}), 0);
-    struct Unset {  // the thread's usual index checks back, however the capture ends
-      frost::detail::DeviceRuntime* rt;
-      int device;
-      ~Unset() {
-        try {
-          rt->set_thread_index_slot(device, nullptr);
-        } catch (...) {  // only during the thread's exit, when its state is gone
-        }
-      }
-    } unset{rt, device_.index};
-    std::size_t next = 0;
-    for (std::size_t i = 0; i < g_.steps.size(); ++i) {
-      const bool index = next < index_steps_.size() && index_steps_[next] == i;
-      if (index) rt->set_thread_index_slot(device_.index, slots + 2 * next++);
-      detail::run_step(g_.steps[i], ws.bases.data(), device_);
-      if (index) rt->set_thread_index_slot(device_.index, nullptr);
-    }
-  }
+  void capture_steps(Workspace& ws, frost::detail::DeviceRuntime* rt) const;
   /// After a graph run with index steps: their slots read back (one sync)
   /// and the first bad index reported as the step's own check would have.
-  void check_index_slots(Workspace& ws) const {
-    if (index_steps_.empty()) return;
-    std::vector<std::int64_t>& h = ws.index_host;
-    backend_for<std::int64_t>(device_).copy_to_host(static_cast<const std::int64_t*>(ws.index_slots->data), h.data(),
-                                                    static_cast<std::int64_t>(h.size()));
-    for (std::size_t k = 0; k < index_steps_.size(); ++k) {
-      if (h[2 * k] == 0) continue;
-      const Step& s = g_.steps[index_steps_[k]];
-      const std::int64_t size = (s.kind == StepKind::scatter_add ? s.out[0] : s.in[0]).shape[static_cast<int>(s.i0)];
-      frost::detail::fail_index(step_kind_name(s.kind), h[2 * k + 1], s.i0, size, "; step ", index_steps_[k],
-                                " of a frozen plan, in its CUDA Graph");
-    }
-  }
-  void read_back(DType dt, const void* dev, void* host, std::int64_t n) const {
-    visit_dtype(dt, [&](auto tag) {
-      using U = decltype(tag);
-      backend_for<U>(device_).copy_to_host(static_cast<const U*>(dev), static_cast<U*>(host), n);
-    });
-  }
+  void check_index_slots(Workspace& ws) const;
+  void read_back(DType dt, const void* dev, void* host, std::int64_t n) const;
   void check_guard(const Step& s, const Buffer& b, const void* base) const {
     const Guard& gd = g_.guards[static_cast<std::size_t>(s.guard)];
     if (!passes::guard_holds(gd, s.in[0], b.dtype, base))
@@ -893,42 +560,10 @@ class Plan {
   }
 
   /// The traced graph of a plan file (its constants are "source.b<id>").
-  static Graph load_source(const SafetensorsFile& f, const std::string& json) {
-    detail::PlanParts p = detail::plan_from_json(json, f, "source.");
-    // The traced graph is only frozen again (constant folding runs its
-    // constant steps), so it is checked like a plan, in its traced form.
-    detail::validate_plan(p.g, p.offsets, p.arena_bytes, "frost::jit::Plan::load: " + f.source() + " (traced graph)",
-                          /*traced=*/true);
-    return std::move(p.g);
-  }
+  static Graph load_source(const SafetensorsFile& f, const std::string& json);
 
   void refit_with(const std::map<std::string, Ref<StorageImpl>>& by_name,
-                  const std::map<std::string, std::pair<DType, std::int64_t>>& meta, const std::string& from) {
-    FROST_CHECK(source_ != nullptr, "frost::jit::Plan::refit: this plan has no traced graph to freeze again");
-    Graph g = *source_;
-    std::string missing;
-    for (auto& b : g.buffers) {
-      if (b.kind != BufferKind::constant || !b.param) continue;
-      auto it = by_name.find(b.name);
-      if (it == by_name.end()) {
-        missing += (missing.empty() ? "" : ", ") + b.name;
-        continue;
-      }
-      const auto& [dt, n] = meta.at(b.name);
-      FROST_CHECK(dt == b.dtype && n == b.numel, "frost::jit::Plan::refit: '", b.name, "' from ", from, " is ",
-                  dtype_name(dt), " with ", n, " elements; the plan was traced with ", dtype_name(b.dtype), " and ",
-                  b.numel, " elements");
-      b.data = it->second;
-    }
-    FROST_CHECK(missing.empty(), "frost::jit::Plan::refit: ", from, " is missing the plan's ", missing);
-    const Device d = device_;
-    Plan next = refrozen(std::move(g), d);
-    FROST_CHECK(next.g_.steps.size() == g_.steps.size() && next.arena_bytes_ == arena_bytes_,
-                "frost::jit::Plan::refit: the new weights change the frozen plan's structure (", next.g_.steps.size(),
-                " steps instead of ", g_.steps.size(), "); freeze the module again");
-    *this = std::move(next);
-    place_on(d);  // the new constants go where the old ones were
-  }
+                  const std::map<std::string, std::pair<DType, std::int64_t>>& meta, const std::string& from);
 
   static constexpr std::int64_t kDeviceConvPoolImages = 16;
   static constexpr int kMaxFailedCaptures = 2;
@@ -952,3 +587,7 @@ class Plan {
 };
 
 }  // namespace frost::jit
+
+#include "plan_check.hpp"
+#include "plan_device.hpp"
+#include "plan_file.hpp"

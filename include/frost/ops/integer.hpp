@@ -237,23 +237,28 @@ template <Scalar A, Scalar B> Tensor<bool> logical_or(const Tensor<A>& a, const 
 template <Scalar A, Scalar B> Tensor<bool> logical_xor(const Tensor<A>& a, const Tensor<B>& b) { return truth(a) ^ truth(b); }
 template <Scalar T> Tensor<bool> logical_not(const Tensor<T>& x) { return ~truth(x); }
 
+namespace detail {
+/// any (op max, `empty` false) or all (op min, `empty` true) of x != 0 over
+/// `dims`; a reduction over no elements gives `empty`, as PyTorch.
+template <Scalar T>
+Tensor<bool> truth_reduce(const Tensor<T>& x, const Shape& dims, bool keepdim, ReduceOp op, bool empty, const char* name) {
+  check_defined(x, name);
+  const Shape red = reduction_dims(dims, x.dim(), name);
+  bool none = x.numel() == 0;
+  for (auto d : red) none = none || x.shape()[static_cast<int>(d)] == 0;
+  if (none)
+    return Tensor<bool>::full(keepdim ? keepdim_shape(x.shape(), red) : squeezed_shape(x.shape(), red), empty, x.device());
+  return finish_keepdim(reduce_raw(op, truth(x), red, name), x.shape(), red, keepdim);
+}
+}  // namespace detail
+
 /// Whether any (all) elements are non-zero, over `dims` (all of them when
 /// empty), as Tensor<bool>; any of nothing is false, all of nothing true.
 template <Scalar T> Tensor<bool> any(const Tensor<T>& x, const Shape& dims = {}, bool keepdim = false) {
-  detail::check_defined(x, "any");
-  const Shape red = detail::reduction_dims(dims, x.dim(), "any");
-  auto b = truth(x);
-  if (b.numel() == 0 || [&] { for (auto d : red) if (x.shape()[static_cast<int>(d)] == 0) return true; return false; }())
-    return Tensor<bool>::zeros(keepdim ? detail::keepdim_shape(x.shape(), red) : detail::squeezed_shape(x.shape(), red), x.device());
-  return detail::finish_keepdim(detail::reduce_raw(ReduceOp::max, b, red, "any"), x.shape(), red, keepdim);
+  return detail::truth_reduce(x, dims, keepdim, ReduceOp::max, false, "any");
 }
 template <Scalar T> Tensor<bool> all(const Tensor<T>& x, const Shape& dims = {}, bool keepdim = false) {
-  detail::check_defined(x, "all");
-  const Shape red = detail::reduction_dims(dims, x.dim(), "all");
-  auto b = truth(x);
-  if (b.numel() == 0 || [&] { for (auto d : red) if (x.shape()[static_cast<int>(d)] == 0) return true; return false; }())
-    return Tensor<bool>::ones(keepdim ? detail::keepdim_shape(x.shape(), red) : detail::squeezed_shape(x.shape(), red), x.device());
-  return detail::finish_keepdim(detail::reduce_raw(ReduceOp::min, b, red, "all"), x.shape(), red, keepdim);
+  return detail::truth_reduce(x, dims, keepdim, ReduceOp::min, true, "all");
 }
 
 // ---- where / masked_fill with a bool condition ---------------------------------

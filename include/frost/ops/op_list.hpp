@@ -14,7 +14,7 @@ namespace frost {
   X(rdiv_scalar) X(gelu_tanh) X(floor) X(ceil) X(round) X(trunc) X(softplus) X(elu) X(hardtanh)                 \
   /* elementwise binary, comparisons, selection */                                                                 \
   X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(where)          \
-  X(masked_fill)                                                                                                   \
+  X(masked_fill) X(floor_divide) X(remainder) X(fmod)                                                              \
   /* fused gradient kernels (differentiable, for second derivatives) */                                            \
   X(relu_backward) X(tanh_backward) X(sigmoid_backward) X(leaky_relu_backward) X(gelu_backward) X(silu_backward)  \
   X(gelu_tanh_backward) X(slice_backward)                                                                          \
