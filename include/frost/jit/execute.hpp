@@ -268,7 +268,7 @@ void run_few_rows_chain(const Step* s, std::size_t count, Bases b) {
 /// of them split; 0 when there are fewer than two or one thread.
 inline std::size_t few_rows_chain(const Step* s, const Step* end) {
 #if defined(_OPENMP)
-  if (omp_get_max_threads() < 2 || omp_in_parallel() || (s->dtype != DType::float32 && s->dtype != DType::float64)) return 0;
+  if (omp_get_max_threads() < 2 || omp_in_parallel() || !every_kind_dtype(s->dtype)) return 0;
   std::size_t n = 0;
   bool split = false;
   for (; s + n != end && few_rows_linear(s[n]) && s[n].dtype == s->dtype; ++n) split = split || split_linear(s[n]);
