@@ -33,7 +33,7 @@ class CudaBackend final : public Backend<T> {
 
   // Integer and bool tensors run the same functors (fn::unary / fn::binary
   // switch to their integer forms), for the ops fn::int_*_supported list.
-  void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) override {
+  void unary(UnaryOp op, const View<const T>& x, const View<T>& y, opmath_t<T> p0, opmath_t<T> p1) override {
     if constexpr (std::is_integral_v<T>) Backend<T>::check_int_kernel(op);
     if constexpr (FloatScalar<T> || std::is_integral_v<T>) {
       const View<const T>* in[1] = {&x};
@@ -42,7 +42,7 @@ class CudaBackend final : public Backend<T> {
       math_unsupported(op_name(op));
     }
   }
-  void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) override {
+  void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, opmath_t<T> p) override {
     if constexpr (std::is_integral_v<T>) Backend<T>::check_int_kernel(op);
     if constexpr (FloatScalar<T> || std::is_integral_v<T>) {
       const View<const T>* in[2] = {&a, &b};

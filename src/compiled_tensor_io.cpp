@@ -1,5 +1,5 @@
 // frost::compiled (programs built with FROST_CPU_BACKEND_EXTERN): the Tensor
-// member functions for float and double, SafetensorsFile::get<T> for every
+// member functions for the floating dtypes, SafetensorsFile::get<T> for every
 // dtype, and the code defined out of line once (the safetensors JSON code in
 // io/safetensors_json.hpp, io/safetensors_any.hpp, any_tensor_impl.hpp and
 // the plan file's JSON). The CPU kernels are in src/cpu_kernels_*.cpp; this
@@ -14,4 +14,6 @@ FROST_FOR_EACH_DTYPE(FROST_INSTANTIATE_GET)
 #undef FROST_INSTANTIATE_GET
 template class Tensor<float>;
 template class Tensor<double>;
+template class Tensor<half>;
+template class Tensor<bfloat16>;
 }  // namespace frost

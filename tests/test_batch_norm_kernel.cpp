@@ -30,8 +30,8 @@ struct LoopBatchNorm final : Backend<T> {
 
   Device device() const override { return Device::cpu(); }
   DeviceAllocator* allocator() override { return cpu.allocator(); }
-  void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) override { cpu.unary(op, x, y, p0, p1); }
-  void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) override {
+  void unary(UnaryOp op, const View<const T>& x, const View<T>& y, opmath_t<T> p0, opmath_t<T> p1) override { cpu.unary(op, x, y, p0, p1); }
+  void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, opmath_t<T> p) override {
     cpu.binary(op, a, b, y, p);
   }
   void where(const View<const T>& c, const View<const T>& a, const View<const T>& b, const View<T>& y) override {

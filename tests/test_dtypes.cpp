@@ -309,16 +309,20 @@ TEST_CASE("dtypes: a file PyTorch wrote loads in its own dtypes; a BOOL byte oth
   CHECK(error_of([&] { (void)g.get<std::int64_t>("m"); }).find("holds byte 2") != std::string::npos);
 }
 
-TEST_CASE("dtypes: integer, bool and 16-bit float tensors refuse gradients and math they have no kernel for") {
+TEST_CASE("dtypes: integer and bool tensors refuse gradients; casts among floating dtypes carry them") {
   auto i = Tensor<std::int32_t>::zeros({2});
-  CHECK(error_of([&] { i.requires_grad_(); }).find("a tensor of dtype int32 (shape [2]) cannot require grad: only floating-point tensors can") != std::string::npos);
-  auto h = Tensor<half>::zeros({2});
-  CHECK(error_of([&] { h.requires_grad_(); }).find("dtype float16 (shape [2]) cannot require grad: frost's autograd runs "
-                                                   "in float32 and float64") != std::string::npos);
-  // Casts from a tensor that requires grad give a result with no history.
+  CHECK(error_of([&] { i.requires_grad_(); }).find("a tensor of dtype int32 (shape [2]) cannot require grad: only "
+                                                   "floating-point tensors (float16, bfloat16, float32, float64) can") !=
+        std::string::npos);
+  CHECK(Tensor<half>::zeros({2}).requires_grad_().requires_grad());
+  // A cast to an integer dtype gives a result with no history; one to a
+  // floating dtype hands the gradient back, cast to the source's dtype.
   auto x = TF::ones({2}).requires_grad_();
-  CHECK_FALSE(x.to<half>().requires_grad());
   CHECK_FALSE(x.to<std::int32_t>().requires_grad());
+  auto y = x.to<half>();
+  REQUIRE(y.requires_grad());
+  (y.to<bfloat16>() * 3.0f).sum().backward();
+  CHECK(x.grad().to_vector() == std::vector<float>{3.0f, 3.0f});
 }
 
 TEST_CASE("dtypes: a traced forward that makes a bool tensor freezes into a plan holding it") {

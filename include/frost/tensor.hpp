@@ -324,3 +324,4 @@ bool Tensor<T>::is_contiguous() const {
 #include "autograd/engine.hpp"
 #include "autograd/cast_node.hpp"
 #include "tensor_methods.hpp"
+#include "amp/autocast_ops.hpp"

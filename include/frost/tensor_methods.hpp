@@ -58,10 +58,9 @@ Tensor<T>::operator bool() const {
 template <class T>
 Tensor<T>& Tensor<T>::requires_grad_(bool on) {
   detail::check_defined(*this, "requires_grad_");
-  FROST_CHECK(FloatScalar<T> || !on, "frost::requires_grad_: a tensor of dtype ", dtype_name<T>(), " (shape ",
-              shape().str(), ") cannot require grad: ",
-              FloatingScalar<T> ? "frost's autograd runs in float32 and float64 (convert with to<float>())"
-                                : "only floating-point tensors can");
+  FROST_CHECK(FloatingScalar<T> || !on, "frost::requires_grad_: a tensor of dtype ", dtype_name<T>(), " (shape ",
+              shape().str(), ") cannot require grad: only floating-point tensors (float16, bfloat16, float32, ",
+              "float64) can");
   FROST_CHECK(is_leaf() || on, "frost::requires_grad_: cannot turn off requires_grad on a non-leaf tensor; use detach()");
   impl_->requires_grad = on;
   return *this;
@@ -77,7 +76,7 @@ void Tensor<T>::backward(const Tensor& grad, bool retain_graph, bool create_grap
   detail::check_defined(*this, "backward");
   // As in PyTorch (and autograd::grad), create_graph retains the graph: the
   // gradient's history runs through it.
-  if constexpr (FloatScalar<T>) autograd::run_backward<T>({*this}, {grad}, retain_graph || create_graph, create_graph);
+  if constexpr (FloatingScalar<T>) autograd::run_backward<T>({*this}, {grad}, retain_graph || create_graph, create_graph);
   else detail::fail("frost::backward: ", dtype_name<T>(), " tensors have no gradient");
 }
 
@@ -211,7 +210,7 @@ template <class T> Tensor<T>& Tensor<T>::div_(const Tensor& o) { return detail::
 template <class T>
 Tensor<T>& Tensor<T>::add_(T c) {
   auto kernel = [&] { backend_for<T>(device()).unary(UnaryOp::add_scalar, view_of(), view_of(), c, T(0)); };
-  if constexpr (FloatScalar<T>) {
+  if constexpr (FloatingScalar<T>) {
     return detail::inplace(*this, false, "add_", kernel, [&] { return *this + c; });
   } else {
     // Index tensors count (BatchNorm's num_batches_tracked, on its device
@@ -267,19 +266,22 @@ Tensor<U> Tensor<T>::to() const {
     // x's device converts, with no read back (traced: a plan's cast step).
     auto y = Tensor<U>::empty(shape(), device());
     backend_for<U>(device()).cast(View<const T>(view_of()), y.view_of());
-    // Between float and double the gradient flows back (as in PyTorch);
-    // an int64 side has none.
-    if constexpr (FloatScalar<T> && FloatScalar<U>) autograd::detail::record_cast(y, *this);
+    // Among the floating types the gradient flows back (as in PyTorch);
+    // an integer or bool side has none.
+    if constexpr (FloatingScalar<T> && FloatingScalar<U>) autograd::detail::record_cast(y, *this);
     return y;
   }
 }
 
-// frost::compiled: Tensor<float> and Tensor<double> member functions (and the
-// ops they reach) are instantiated once in src/, not in every
-// file that uses them.
+// frost::compiled: the member functions of the floating tensors (and the
+// ops they reach) are instantiated once in src/, not in every file that
+// uses them (the autograd engine reaches all four in any file that calls
+// backward).
 #if defined(FROST_CPU_BACKEND_EXTERN) && !defined(FROST_CPU_BACKEND_IMPLEMENTATION)
 extern template class Tensor<float>;
 extern template class Tensor<double>;
+extern template class Tensor<half>;
+extern template class Tensor<bfloat16>;
 #endif
 
 }  // namespace frost

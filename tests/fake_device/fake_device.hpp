@@ -99,10 +99,10 @@ class Backend final : public frost::Backend<T> {
   Device device() const override { return Device::cuda(index_); }
   DeviceAllocator* allocator() override { return &alloc_; }
 
-  void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) override {
+  void unary(UnaryOp op, const View<const T>& x, const View<T>& y, opmath_t<T> p0, opmath_t<T> p1) override {
     run("unary", {x.data, y.data}, [&] { cpu().unary(op, x, y, p0, p1); });
   }
-  void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) override {
+  void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, opmath_t<T> p) override {
     run("binary", {a.data, b.data, y.data}, [&] { cpu().binary(op, a, b, y, p); });
   }
   void where(const View<const T>& c, const View<const T>& a, const View<const T>& b, const View<T>& y) override {

@@ -1,4 +1,4 @@
-// The gradient of a cast between float and double: the node lives in the
+// The gradient of a cast between two floating dtypes: the node lives in the
 // result's graph (dtype U) and hands the gradient, cast back to the source's
 // dtype S, to the source's node or leaf through the running engine, which
 // orders the nodes of both dtypes in one queue.

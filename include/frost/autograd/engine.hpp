@@ -62,7 +62,7 @@ struct Capture {
   std::vector<Tensor<T>> got;
 };
 
-/// One backward pass. Float and double nodes share one queue in decreasing
+/// One backward pass. The nodes of every floating dtype share one queue in decreasing
 /// sequence number, so a node that gets gradients through a cast between
 /// dtypes (x.to<float>() in a double graph) runs once, after all of them.
 class Engine {
@@ -72,7 +72,9 @@ class Engine {
   template <class T>
   Capture<T>& capture() {
     if constexpr (std::is_same_v<T, float>) return cap_f_;
-    else return cap_d_;
+    else if constexpr (std::is_same_v<T, double>) return cap_d_;
+    else if constexpr (std::is_same_v<T, half>) return cap_h_;
+    else return cap_b_;
   }
   void set_capturing() { capturing_ = true; }
 
@@ -102,8 +104,7 @@ class Engine {
         NodeBase* n = ready_.top();
         ready_.pop();
         n->queued = false;
-        if (n->dtype == DType::float32) step(static_cast<Node<float>*>(n));
-        else step(static_cast<Node<double>*>(n));
+        visit_node(n, [&](auto* node) { step(node); });
       }
     } catch (...) {
       clear();
@@ -118,16 +119,28 @@ class Engine {
       NodeBase* n = ready_.top();
       ready_.pop();
       n->queued = false;
-      if (n->dtype == DType::float32) static_cast<Node<float>*>(n)->grad_buf = Tensor<float>();
-      else static_cast<Node<double>*>(n)->grad_buf = Tensor<double>();
+      visit_node(n, [](auto* node) { node->grad_buf = {}; });
     }
   }
 
  private:
+  /// f(node as the Node<T> of its dtype): the floating dtypes autograd runs in.
+  template <class F>
+  static void visit_node(NodeBase* n, F f) {
+    switch (n->dtype) {
+      case DType::float32: return f(static_cast<Node<float>*>(n));
+      case DType::float64: return f(static_cast<Node<double>*>(n));
+      case DType::float16: return f(static_cast<Node<half>*>(n));
+      default: return f(static_cast<Node<bfloat16>*>(n));
+    }
+  }
+
   template <class T>
   std::vector<Tensor<T>>& dx_buffer() {
     if constexpr (std::is_same_v<T, float>) return dx_f_;
-    else return dx_d_;
+    else if constexpr (std::is_same_v<T, double>) return dx_d_;
+    else if constexpr (std::is_same_v<T, half>) return dx_h_;
+    else return dx_b_;
   }
 
   template <class T>
@@ -157,8 +170,12 @@ class Engine {
   std::priority_queue<NodeBase*, std::vector<NodeBase*>, BySeq> ready_;
   Capture<float> cap_f_;
   Capture<double> cap_d_;
+  Capture<half> cap_h_;
+  Capture<bfloat16> cap_b_;
   std::vector<Tensor<float>> dx_f_;
   std::vector<Tensor<double>> dx_d_;
+  std::vector<Tensor<half>> dx_h_;
+  std::vector<Tensor<bfloat16>> dx_b_;
 };
 
 /// The pass now running on this thread: a cast's node sends the gradient of

@@ -69,9 +69,9 @@ struct Backend {
   virtual DeviceAllocator* allocator() = 0;
 
   /// y = f(x; p0, p1); x and y have the same shape (x may be broadcast by strides).
-  virtual void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) = 0;
+  virtual void unary(UnaryOp op, const View<const T>& x, const View<T>& y, opmath_t<T> p0, opmath_t<T> p1) = 0;
   /// y = f(a, b; p); all three share y's shape (inputs broadcast by 0 strides).
-  virtual void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) = 0;
+  virtual void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, opmath_t<T> p) = 0;
   /// y = cond != 0 ? a : b
   virtual void where(const View<const T>& cond, const View<const T>& a, const View<const T>& b, const View<T>& y) = 0;
   /// y = x elementwise (any strides; also the broadcast copy of expand + contiguous).
@@ -321,8 +321,9 @@ struct Backend {
       detail::fail("frost::", op, ": not defined for ", dtype_name<T>(), " tensors (integer and bool tensors have ",
                    "arithmetic, bitwise ops, comparisons and reductions; convert with to<float>() for the rest)");
     else
-      detail::fail("frost::", op, ": not defined for ", dtype_name<T>(), " tensors yet (", dtype_name<T>(),
-                   " tensors support creation, views, copies, casts and indexing; convert with to<float>())");
+      detail::fail("frost::", op, ": not defined for ", dtype_name<T>(), " tensors on this device yet (there ",
+                   dtype_name<T>(), " tensors support creation, views, copies, casts and indexing; convert with ",
+                   "to<float>(), or compute on the CPU)");
   }
   /// Integer and bool tensors reach only the kernels fn::int_*_supported list
   /// (the ops offer no others; a direct backend call is refused here).

@@ -51,14 +51,36 @@ FROST_FOR_EACH_DTYPE(FROST_DTYPE_TRAITS)
 template <class T>
 concept Scalar = detail::dtype_traits<T>::known;
 
-/// Element types whose tensors do float math and autograd today (the float16
-/// and bfloat16 kernels compute in float registers; issue: dtypes).
+/// float and double: the element types of frozen plans, optimizers and
+/// modules' parameters, whose kernels compute in their own type.
 template <class T>
 concept FloatScalar = std::same_as<T, float> || std::same_as<T, double>;
 
-/// Floating element types, the 16-bit ones included.
+/// Floating element types, the 16-bit ones included: the dtypes with float
+/// math and autograd (float16 and bfloat16 compute in float: opmath_t).
 template <class T>
 concept FloatingScalar = FloatScalar<T> || std::same_as<T, half> || std::same_as<T, bfloat16>;
+
+/// float16 and bfloat16.
+template <class T>
+concept HalfScalar = std::same_as<T, half> || std::same_as<T, bfloat16>;
+
+namespace detail {
+template <class T>
+struct opmath {
+  using type = T;
+};
+template <HalfScalar T>
+struct opmath<T> {
+  using type = float;
+};
+}  // namespace detail
+/// The type T's math runs in and its kernels take scalar operands as: float
+/// for float16 and bfloat16 (PyTorch's opmath_type: a 16-bit op computes in
+/// float and rounds its result once, and `x * 0.1` multiplies by 0.1f, not
+/// by 0.1 rounded to 16 bits), T itself for the others.
+template <class T>
+using opmath_t = typename detail::opmath<T>::type;
 
 /// bool and the integers.
 template <class T>

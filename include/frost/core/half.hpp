@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "macros.hpp"
@@ -116,4 +117,37 @@ struct bfloat16 {
 
 static_assert(sizeof(half) == 2 && sizeof(bfloat16) == 2, "16-bit storage types");
 
+namespace detail {
+/// numeric_limits of a 16-bit floating type, from its bit patterns.
+template <class H, int Digits, int MaxExp, int MinExp, std::uint16_t Max, std::uint16_t Min, std::uint16_t Eps,
+          std::uint16_t Inf, std::uint16_t NaN, std::uint16_t SNaN, std::uint16_t Denorm>
+struct half_limits {
+  static constexpr bool is_specialized = true, is_signed = true, is_integer = false, is_exact = false;
+  static constexpr bool has_infinity = true, has_quiet_NaN = true, has_signaling_NaN = true, is_iec559 = true;
+  static constexpr bool is_bounded = true, is_modulo = false, traps = false, tinyness_before = false;
+  static constexpr std::float_round_style round_style = std::round_to_nearest;
+  static constexpr int digits = Digits, radix = 2, max_exponent = MaxExp, min_exponent = MinExp;
+  static H min() { return H::from_bits(Min); }
+  static H lowest() { return H::from_bits(static_cast<std::uint16_t>(Max | 0x8000u)); }
+  static H max() { return H::from_bits(Max); }
+  static H epsilon() { return H::from_bits(Eps); }
+  static H round_error() { return H(0.5f); }
+  static H infinity() { return H::from_bits(Inf); }
+  static H quiet_NaN() { return H::from_bits(NaN); }
+  static H signaling_NaN() { return H::from_bits(SNaN); }
+  static H denorm_min() { return H::from_bits(Denorm); }
+};
+}  // namespace detail
+
 }  // namespace frost
+
+// Specialized as c10's are, so generic code's numeric_limits<T>::infinity()
+// or lowest() is right for the 16-bit types (unspecialized it would be 0).
+namespace std {
+template <>
+struct numeric_limits<frost::half>
+    : frost::detail::half_limits<frost::half, 11, 16, -13, 0x7bff, 0x0400, 0x1400, 0x7c00, 0x7e00, 0x7d00, 0x0001> {};
+template <>
+struct numeric_limits<frost::bfloat16>
+    : frost::detail::half_limits<frost::bfloat16, 8, 128, -125, 0x7f7f, 0x0080, 0x3c00, 0x7f80, 0x7fc0, 0x7fa0, 0x0001> {};
+}  // namespace std

@@ -489,8 +489,8 @@ bool run_common(Backend<T>& be, const Step& s, Bases b) {
   auto in = [&](std::size_t i) { return view<const T>(s.in[i], b); };
   auto out = [&](std::size_t i) { return view<T>(s.out[i], b); };
   switch (s.kind) {
-    case StepKind::unary: be.unary(static_cast<UnaryOp>(s.op), in(0), out(0), T(s.p0), T(s.p1)); break;
-    case StepKind::binary: be.binary(static_cast<BinaryOp>(s.op), in(0), in(1), out(0), T(s.p0)); break;
+    case StepKind::unary: be.unary(static_cast<UnaryOp>(s.op), in(0), out(0), opmath_t<T>(s.p0), opmath_t<T>(s.p1)); break;
+    case StepKind::binary: be.binary(static_cast<BinaryOp>(s.op), in(0), in(1), out(0), opmath_t<T>(s.p0)); break;
     case StepKind::where: be.where(in(0), in(1), in(2), out(0)); break;
     case StepKind::copy: case StepKind::dropout: be.copy(in(0), out(0)); break;  // dropout: evaluation semantics
     case StepKind::fill: be.fill(out(0), T(s.p0)); break;

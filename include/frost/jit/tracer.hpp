@@ -39,8 +39,8 @@ class TracingBackend final : public Backend<T> {
   Device device() const override { return real_.device(); }
   DeviceAllocator* allocator() override { return real_.allocator(); }
 
-  void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) override;
-  void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) override;
+  void unary(UnaryOp op, const View<const T>& x, const View<T>& y, opmath_t<T> p0, opmath_t<T> p1) override;
+  void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, opmath_t<T> p) override;
   void where(const View<const T>& c, const View<const T>& a, const View<const T>& b, const View<T>& y) override;
   void copy(const View<const T>& x, const View<T>& y) override;
   void fill(const View<T>& y, T value) override;
@@ -92,7 +92,7 @@ class TracingBackend final : public Backend<T> {
   void cast_from(const View<const S>& x, const View<T>& y);
   /// A scalar operand as the double a Step holds it in: an int64 one that
   /// double does not hold exactly (beyond 2^53) is refused, not changed.
-  static double held(T v, const char* what) {
+  static double held(opmath_t<T> v, const char* what) {
     const double d = static_cast<double>(v);
     if constexpr (std::is_same_v<T, std::int64_t>)
       FROST_CHECK(d >= -9.2233720368547758e18 && d < 9.2233720368547758e18 && static_cast<T>(d) == v,
@@ -379,7 +379,7 @@ namespace detail {
   }
 
 template <class T>
-void TracingBackend<T>::unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) {
+void TracingBackend<T>::unary(UnaryOp op, const View<const T>& x, const View<T>& y, opmath_t<T> p0, opmath_t<T> p1) {
   FROST_TRACE_BEGIN(unary)
   s.op = static_cast<int>(op), s.p0 = held(p0, op_name(op)), s.p1 = held(p1, op_name(op));
   s.in = {t_.read(raw(x))};
@@ -388,7 +388,7 @@ void TracingBackend<T>::unary(UnaryOp op, const View<const T>& x, const View<T>&
   real_.unary(op, x, y, p0, p1);
 }
 template <class T>
-void TracingBackend<T>::binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) {
+void TracingBackend<T>::binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, opmath_t<T> p) {
   FROST_TRACE_BEGIN(binary)
   s.op = static_cast<int>(op), s.p0 = held(p, op_name(op));
   s.in = {t_.read(raw(a)), t_.read(raw(b))};

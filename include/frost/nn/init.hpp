@@ -173,7 +173,7 @@ Tensor<T> eye_(Tensor<T> tensor) {
 }
 
 /// Fills `tensor` with draws from U(a, b).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> uniform_(Tensor<T> tensor, double a = 0.0, double b = 1.0, Generator* generator = nullptr) {
   FROST_CHECK(a <= b, "frost::nn::init::uniform_: uniform_ expects to return a [from, to) range, but found from=", a,
               " > to=", b);
@@ -182,7 +182,7 @@ Tensor<T> uniform_(Tensor<T> tensor, double a = 0.0, double b = 1.0, Generator* 
 }
 
 /// Fills `tensor` with draws from N(mean, std^2).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> normal_(Tensor<T> tensor, double mean = 0.0, double std = 1.0, Generator* generator = nullptr) {
   FROST_CHECK(std >= 0.0, "frost::nn::init::normal_: normal expects std >= 0.0, but found std ", std);
   detail::draw_into(tensor, philox::Dist::normal, mean, std, generator, "nn::init::normal_");
@@ -193,7 +193,7 @@ Tensor<T> normal_(Tensor<T> tensor, double mean = 0.0, double std = 1.0, Generat
 /// PyTorch's inverse-CDF method (uniform between the CDF values of a and b,
 /// mapped back through erfinv), so no draw is rejected or redrawn.
 /// The transform runs on the host; the values are then copied to the tensor's device.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> trunc_normal_(Tensor<T> tensor, double mean = 0.0, double std = 1.0, double a = -2.0, double b = 2.0,
                         Generator* generator = nullptr) {
   detail::target(tensor, "nn::init::trunc_normal_");
@@ -229,7 +229,7 @@ struct KaimingOptions {
 };
 
 /// He et al. (2015) uniform init: U(-bound, bound) with bound = gain * sqrt(3 / fan).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> kaiming_uniform_(Tensor<T> tensor, const KaimingOptions& o = {}) {
   detail::target(tensor, "nn::init::kaiming_uniform_");
   if (detail::has_zero_dim(tensor)) return tensor;  // PyTorch warns and leaves an empty tensor alone
@@ -241,7 +241,7 @@ Tensor<T> kaiming_uniform_(Tensor<T> tensor, const KaimingOptions& o = {}) {
 }
 
 /// He et al. (2015) normal init: N(0, std^2) with std = gain / sqrt(fan).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> kaiming_normal_(Tensor<T> tensor, const KaimingOptions& o = {}) {
   detail::target(tensor, "nn::init::kaiming_normal_");
   if (detail::has_zero_dim(tensor)) return tensor;
@@ -252,7 +252,7 @@ Tensor<T> kaiming_normal_(Tensor<T> tensor, const KaimingOptions& o = {}) {
 }
 
 /// Glorot & Bengio (2010) uniform init: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> xavier_uniform_(Tensor<T> tensor, double gain = 1.0, Generator* generator = nullptr) {
   const Fans f = calculate_fan_in_and_fan_out(tensor);
   const double std = gain * std::sqrt(2.0 / static_cast<double>(f.fan_in + f.fan_out));
@@ -262,7 +262,7 @@ Tensor<T> xavier_uniform_(Tensor<T> tensor, double gain = 1.0, Generator* genera
 }
 
 /// Glorot & Bengio (2010) normal init: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> xavier_normal_(Tensor<T> tensor, double gain = 1.0, Generator* generator = nullptr) {
   const Fans f = calculate_fan_in_and_fan_out(tensor);
   const double std = gain * std::sqrt(2.0 / static_cast<double>(f.fan_in + f.fan_out));
@@ -326,7 +326,7 @@ inline void householder_qr(std::vector<double>& a, std::int64_t m, std::int64_t 
 /// orthonormal. Q's columns are multiplied by sign(diag(R)), as in PyTorch, so
 /// the result is Haar-distributed rather than biased by the QR's sign choice.
 /// The QR runs on the host (a Householder QR in double), then moves to the tensor's device.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> orthogonal_(Tensor<T> tensor, double gain = 1.0, Generator* generator = nullptr) {
   detail::target(tensor, "nn::init::orthogonal_");
   FROST_CHECK(tensor.dim() >= 2, "frost::nn::init::orthogonal_: Only tensors with 2 or more dimensions are "

@@ -69,7 +69,7 @@ void check_kdim_target(const Tensor<T>& input, const IndexTensor& target, const 
 }  // namespace detail
 
 /// mean((input - target)^2) (or the sum / each element).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction r = Reduction::mean) {
   detail::check_same_shape(input, target, "mse_loss");
   auto d = input - target;
@@ -77,14 +77,14 @@ Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction r 
 }
 
 /// mean(|input - target|).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> l1_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction r = Reduction::mean) {
   detail::check_same_shape(input, target, "l1_loss");
   return detail::reduce((input - target).abs(), r);
 }
 
 /// Huber-style loss: 0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> smooth_l1_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction r = Reduction::mean,
                          double beta = 1.0) {
   detail::check_same_shape(input, target, "smooth_l1_loss");
@@ -99,7 +99,7 @@ Tensor<T> smooth_l1_loss(const Tensor<T>& input, const Tensor<T>& target, Reduct
 
 /// Huber loss: 0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere
 /// (smooth_l1_loss with beta = delta, times delta).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> huber_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction r = Reduction::mean,
                      double delta = 1.0) {
   detail::check_same_shape(input, target, "huber_loss");
@@ -117,7 +117,7 @@ enum class KLDivReduction { none, batchmean, mean, sum };
 /// log-probabilities are `input`, pointwise target (log target - input),
 /// 0 where the target is 0 (PyTorch's xlogy); with log_target, `target`
 /// holds log-probabilities too.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> kl_div(const Tensor<T>& input, const Tensor<T>& target, KLDivReduction r = KLDivReduction::mean,
                  bool log_target = false) {
   detail::check_same_shape(input, target, "kl_div");
@@ -150,7 +150,7 @@ struct ClassLossOptions {
 /// Negative log-likelihood of class indices: input is log-probabilities [N, C]
 /// (or [C], or [N, C, d1, ..., dk]), target class indices [N] (or [], or
 /// [N, d1, ..., dk]). Mean is weighted by the targets' class weights, as in PyTorch.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> nll_loss(const Tensor<T>& input, const IndexTensor& target, const ClassLossOptions<T>& o = {}) {
   frost::detail::check_same_device(input, target, "nll_loss");
   if (o.weight.defined()) frost::detail::check_same_device(input, o.weight, "nll_loss (weight)");
@@ -190,7 +190,7 @@ Tensor<T> nll_loss(const Tensor<T>& input, const IndexTensor& target, const Clas
 /// Cross-entropy of logits [N, C] against class indices [N] (or [C] and [],
 /// or [N, C, d1, ..., dk] and [N, d1, ..., dk]): log_softmax + nll_loss, with
 /// PyTorch's label smoothing.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> cross_entropy(const Tensor<T>& input, const IndexTensor& target, const ClassLossOptions<T>& o = {}) {
   FROST_CHECK(o.label_smoothing >= 0 && o.label_smoothing <= 1,
               "frost::nn::functional::cross_entropy: label_smoothing must be in [0, 1], got ", o.label_smoothing);
@@ -228,7 +228,7 @@ Tensor<T> cross_entropy(const Tensor<T>& input, const IndexTensor& target, const
 
 /// Cross-entropy against class probabilities [N, C] (soft targets; or
 /// [N, C, d1, ..., dk], both the same shape).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> cross_entropy(const Tensor<T>& input, const Tensor<T>& target_probs, const ClassLossOptions<T>& o = {}) {
   detail::check_same_shape(input, target_probs, "cross_entropy");
   if (o.weight.defined()) frost::detail::check_same_device(input, o.weight, "cross_entropy (weight)");
@@ -293,7 +293,7 @@ Tensor<T> record_as(Op op, std::initializer_list<const Tensor<T>*> inputs, F com
 }  // namespace detail
 
 /// Binary cross-entropy of probabilities; logs are clamped at -100 like PyTorch.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> binary_cross_entropy(const Tensor<T>& input, const Tensor<T>& target, Reduction r = Reduction::mean,
                                const Tensor<T>& weight = {}) {
   detail::check_same_shape(input, target, "binary_cross_entropy");
@@ -307,7 +307,7 @@ Tensor<T> binary_cross_entropy(const Tensor<T>& input, const Tensor<T>& target, 
 
 /// Binary cross-entropy on logits, computed stably:
 /// (1 - y) x + (1 + (pw - 1) y) log(1 + e^-x).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> binary_cross_entropy_with_logits(const Tensor<T>& input, const Tensor<T>& target,
                                            Reduction r = Reduction::mean, const Tensor<T>& weight = {},
                                            const Tensor<T>& pos_weight = {}) {

@@ -30,7 +30,7 @@ inline View<const T> broadcast_view(const Tensor<T>& x, const Shape& s) {
 }
 
 template <class T>
-inline Tensor<T> unary_raw(UnaryOp op, const Tensor<T>& x, T p0 = T(0), T p1 = T(0)) {
+inline Tensor<T> unary_raw(UnaryOp op, const Tensor<T>& x, opmath_t<T> p0 = 0, opmath_t<T> p1 = 0) {
   check_defined(x, op_name(op));
   auto y = Tensor<T>::empty(x.shape(), x.device());
   backend_for<T>(x.device()).unary(op, x.view_of(), y.view_of(), p0, p1);
@@ -38,7 +38,7 @@ inline Tensor<T> unary_raw(UnaryOp op, const Tensor<T>& x, T p0 = T(0), T p1 = T
 }
 
 template <class T>
-inline Tensor<T> binary_raw(BinaryOp op, const Tensor<T>& a, const Tensor<T>& b, T p = T(0)) {
+inline Tensor<T> binary_raw(BinaryOp op, const Tensor<T>& a, const Tensor<T>& b, opmath_t<T> p = 0) {
   check_same_device(a, b, op_name(op));
   const Shape s = broadcast_shapes(a.shape(), b.shape(), op_name(op));
   auto y = Tensor<T>::empty(s, a.device());
@@ -59,7 +59,7 @@ Mask01<T> m01(const Tensor<T>& x) {
 }
 #define FROST_MASK01(OPER, NAME)                                                               \
   template <class T>                                                                           \
-  Tensor<T> operator OPER(Mask01<T> m, std::type_identity_t<T> c) {                            \
+  Tensor<T> operator OPER(Mask01<T> m, std::type_identity_t<opmath_t<T>> c) {                            \
     return unary_raw(UnaryOp::NAME##_scalar, m.x, c);                                          \
   }                                                                                            \
   template <class T>                                                                           \

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "../amp/autocast_ops.hpp"
 #include "common.hpp"
 
 namespace frost {
@@ -66,6 +67,17 @@ struct ConvTranspose2dOptions {
   std::int64_t groups = 1;
   Pair dilation = 1;
 };
+
+// Under autocast (amp/autocast.hpp) convolutions of float32 tensors run in
+// the region's 16-bit dtype.
+namespace amp::detail {
+FROST_AUTOCAST_API Tensor<float> autocast_conv2d(const Tensor<float>& x, const Tensor<float>& w, const Tensor<float>& b,
+                                                 const Conv2dOptions& o);
+FROST_AUTOCAST_API Tensor<float> autocast_conv1d(const Tensor<float>& x, const Tensor<float>& w, const Tensor<float>& b,
+                                                 const Conv1dOptions& o);
+FROST_AUTOCAST_API Tensor<float> autocast_conv_transpose2d(const Tensor<float>& x, const Tensor<float>& w,
+                                                           const Tensor<float>& b, const ConvTranspose2dOptions& o);
+}  // namespace amp::detail
 
 namespace detail {
 
@@ -281,10 +293,12 @@ void check_conv_devices(const char* op, const Tensor<T>& x, const Tensor<T>& w, 
 /// auto y = frost::conv2d(x, w, b, {.padding = 1});          // 3x3 "same-size" conv
 /// auto z = frost::conv2d(x, w, {}, {.stride = 2, .padding = "valid"});
 /// \endcode
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> conv2d(const Tensor<T>& input, const Tensor<T>& weight, const Tensor<T>& bias = Tensor<T>(),
                  const Conv2dOptions& options = {}) {
   detail::check_conv_devices("conv2d", input, weight, bias);
+  if constexpr (std::is_same_v<T, float>)
+    if (amp::detail::autocast_on(input.device())) return amp::detail::autocast_conv2d(input, weight, bias, options);
   FROST_CHECK(input.dim() == 3 || input.dim() == 4, "frost::conv2d: expects a 4-D input [N, C, H, W] or a 3-D unbatched "
               "one [C, H, W], got shape ", input.shape().str());
   FROST_CHECK(weight.dim() == 4, "frost::conv2d: expects a 4-D weight [out_channels, in_channels / groups, kH, kW], "
@@ -299,10 +313,12 @@ Tensor<T> conv2d(const Tensor<T>& input, const Tensor<T>& weight, const Tensor<T
 
 /// 1-D convolution of x [N, C, L] (or unbatched [C, L]) with w [O, C / groups, k]:
 /// conv2d on height-1 views, no copies.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> conv1d(const Tensor<T>& input, const Tensor<T>& weight, const Tensor<T>& bias = Tensor<T>(),
                  const Conv1dOptions& options = {}) {
   detail::check_conv_devices("conv1d", input, weight, bias);
+  if constexpr (std::is_same_v<T, float>)
+    if (amp::detail::autocast_on(input.device())) return amp::detail::autocast_conv1d(input, weight, bias, options);
   FROST_CHECK(input.dim() == 2 || input.dim() == 3, "frost::conv1d: expects a 3-D input [N, C, L] or a 2-D unbatched "
               "one [C, L], got shape ", input.shape().str());
   FROST_CHECK(weight.dim() == 3, "frost::conv1d: expects a 3-D weight [out_channels, in_channels / groups, k], got shape ",
@@ -324,11 +340,13 @@ Tensor<T> conv1d(const Tensor<T>& input, const Tensor<T>& weight, const Tensor<T
 /// PyTorch's conv_transpose2d) of x [N, C_in, H, W] (or [C_in, H, W]) with
 /// w [C_in, C_out / groups, kH, kW], plus bias [C_out]:
 /// H' = (H - 1) stride - 2 padding + dilation (kH - 1) + output_padding + 1.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> conv_transpose2d(const Tensor<T>& input, const Tensor<T>& weight, const Tensor<T>& bias = Tensor<T>(),
                            const ConvTranspose2dOptions& options = {}) {
   const char* op = "conv_transpose2d";
   detail::check_conv_devices(op, input, weight, bias);
+  if constexpr (std::is_same_v<T, float>)
+    if (amp::detail::autocast_on(input.device())) return amp::detail::autocast_conv_transpose2d(input, weight, bias, options);
   FROST_CHECK(input.dim() == 3 || input.dim() == 4, "frost::conv_transpose2d: expects a 4-D input [N, C, H, W] or a 3-D "
               "unbatched one [C, H, W], got shape ", input.shape().str());
   FROST_CHECK(weight.dim() == 4, "frost::conv_transpose2d: expects a 4-D weight [in_channels, out_channels / groups, kH, "
@@ -378,5 +396,24 @@ Tensor<T> conv_transpose2d(const Tensor<T>& input, const Tensor<T>& weight, cons
     detail::record(y, ConvTranspose2dOp{geom}, {&xc, &w, &b}, SavedTensor<T>::input(xc), SavedTensor<T>::input(w));
   return batched ? y : y.squeeze(0);
 }
+
+#ifdef FROST_AUTOCAST_DEFINITIONS
+namespace amp::detail {
+FROST_AUTOCAST_API Tensor<float> autocast_conv2d(const Tensor<float>& x, const Tensor<float>& w, const Tensor<float>& b,
+                                                 const Conv2dOptions& o) {
+  return run_lowered(x.device(), [&](const auto& i, const auto& k, const auto& c) { return conv2d(i, k, c, o); }, x, w, b);
+}
+FROST_AUTOCAST_API Tensor<float> autocast_conv1d(const Tensor<float>& x, const Tensor<float>& w, const Tensor<float>& b,
+                                                 const Conv1dOptions& o) {
+  return run_lowered(x.device(), [&](const auto& i, const auto& k, const auto& c) { return conv1d(i, k, c, o); }, x, w, b);
+}
+FROST_AUTOCAST_API Tensor<float> autocast_conv_transpose2d(const Tensor<float>& x, const Tensor<float>& w,
+                                                           const Tensor<float>& b, const ConvTranspose2dOptions& o) {
+  return run_lowered(
+      x.device(), [&](const auto& i, const auto& k, const auto& c) { return conv_transpose2d(i, k, c, o); }, x, w, b);
+}
+
+}  // namespace amp::detail
+#endif
 
 }  // namespace frost

@@ -20,7 +20,7 @@ enum class Save { none, input, output };
 
 /// Runs unary kernel `k` and records `op` with nothing, the input, or the output saved.
 template <Save W, class Op, class T>
-Tensor<T> unary_op(UnaryOp k, const Tensor<T>& x, Op op, T p0 = T(0), T p1 = T(0)) {
+Tensor<T> unary_op(UnaryOp k, const Tensor<T>& x, Op op, opmath_t<T> p0 = 0, opmath_t<T> p1 = 0) {
   auto y = unary_raw(k, x, p0, p1);
   if (any_requires_grad<T>({&x})) {
     if constexpr (W == Save::none) record(y, std::move(op), {&x});
@@ -31,9 +31,9 @@ Tensor<T> unary_op(UnaryOp k, const Tensor<T>& x, Op op, T p0 = T(0), T p1 = T(0
 }
 
 template <class T>
-Tensor<T> binary_grad(BinaryOp k, const Tensor<T>& a, const Tensor<T>& b, T p = T(0));
+Tensor<T> binary_grad(BinaryOp k, const Tensor<T>& a, const Tensor<T>& b, opmath_t<T> p = 0);
 template <class T>
-Tensor<T> activation_grad(BinaryOp k, const Tensor<T>& dy, const Tensor<T>& saved, T p = T(0));
+Tensor<T> activation_grad(BinaryOp k, const Tensor<T>& dy, const Tensor<T>& saved, opmath_t<T> p = 0);
 template <class T>
 bool owns_gradient(const Tensor<T>& dy, const Tensor<T>& other);
 
@@ -56,14 +56,14 @@ struct NegOp {
   static constexpr const char* name = "neg";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g) const { g[0] = -dy; }
 };
-template <FloatScalar T> Tensor<T> neg(const Tensor<T>& x) { return detail::unary_op<detail::Save::none>(UnaryOp::neg, x, NegOp{}); }
+template <FloatingScalar T> Tensor<T> neg(const Tensor<T>& x) { return detail::unary_op<detail::Save::none>(UnaryOp::neg, x, NegOp{}); }
 
 /// y = |x|; dx = dy sign(x)
 struct AbsOp {
   static constexpr const char* name = "abs";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const { g[0] = dy * x.sign(); }
 };
-template <FloatScalar T> Tensor<T> abs(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::abs, x, AbsOp{}); }
+template <FloatingScalar T> Tensor<T> abs(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::abs, x, AbsOp{}); }
 
 /// y = sign(x), floor, ceil, round (halves to even, as PyTorch's), trunc:
 /// piecewise constant, so dx = 0 wherever the derivative exists. Recorded as
@@ -80,11 +80,11 @@ Tensor<T> piecewise_constant(const Tensor<T>& x) {
   return unary_op<Save::none>(K, x, PiecewiseConstantOp<K>{});
 }
 }  // namespace detail
-template <FloatScalar T> Tensor<T> sign(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::sign>(x); }
-template <FloatScalar T> Tensor<T> floor(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::floor>(x); }
-template <FloatScalar T> Tensor<T> ceil(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::ceil>(x); }
-template <FloatScalar T> Tensor<T> round(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::round>(x); }
-template <FloatScalar T> Tensor<T> trunc(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::trunc>(x); }
+template <FloatingScalar T> Tensor<T> sign(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::sign>(x); }
+template <FloatingScalar T> Tensor<T> floor(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::floor>(x); }
+template <FloatingScalar T> Tensor<T> ceil(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::ceil>(x); }
+template <FloatingScalar T> Tensor<T> round(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::round>(x); }
+template <FloatingScalar T> Tensor<T> trunc(const Tensor<T>& x) { return detail::piecewise_constant<UnaryOp::trunc>(x); }
 
 /// y = log(1 + e^(beta x)) / beta (x where beta x > threshold);
 /// dx = dy sigmoid(beta x) (dy where the op is x itself). At beta x =
@@ -100,9 +100,9 @@ struct SoftplusOp {
                  where(detail::m01(bx) < T(threshold), dy * bx.sigmoid(), dy * at_threshold));
   }
 };
-template <FloatScalar T> Tensor<T> softplus(const Tensor<T>& x, double beta = 1, double threshold = 20) {
+template <FloatingScalar T> Tensor<T> softplus(const Tensor<T>& x, double beta = 1, double threshold = 20) {
   FROST_CHECK(beta != 0, "frost::softplus: beta must be non-zero");
-  return detail::unary_op<detail::Save::input>(UnaryOp::softplus, x, SoftplusOp{beta, threshold}, T(beta), T(threshold));
+  return detail::unary_op<detail::Save::input>(UnaryOp::softplus, x, SoftplusOp{beta, threshold}, opmath_t<T>(beta), opmath_t<T>(threshold));
 }
 
 /// y = x (x > 0), alpha (e^x - 1) elsewhere; dx = dy, or dy alpha e^x. At
@@ -114,8 +114,8 @@ struct EluOp {
     g[0] = where(detail::m01(x) > T(0), dy, where(detail::m01(x) < T(0), dy * x.exp() * T(alpha), dy * T(alpha)));
   }
 };
-template <FloatScalar T> Tensor<T> elu(const Tensor<T>& x, double alpha = 1) {
-  return detail::unary_op<detail::Save::input>(UnaryOp::elu, x, EluOp{alpha}, T(alpha));
+template <FloatingScalar T> Tensor<T> elu(const Tensor<T>& x, double alpha = 1) {
+  return detail::unary_op<detail::Save::input>(UnaryOp::elu, x, EluOp{alpha}, opmath_t<T>(alpha));
 }
 
 /// y = clamp(x, min_val, max_val); dx = dy strictly between the bounds and 0
@@ -128,32 +128,32 @@ struct HardtanhOp {
     g[0] = dy * ((detail::m01(x) > T(lo)) * (detail::m01(x) < T(hi)));
   }
 };
-template <FloatScalar T> Tensor<T> hardtanh(const Tensor<T>& x, double min_val = -1, double max_val = 1) {
+template <FloatingScalar T> Tensor<T> hardtanh(const Tensor<T>& x, double min_val = -1, double max_val = 1) {
   FROST_CHECK(min_val <= max_val, "frost::hardtanh: min_val ", min_val, " is above max_val ", max_val);
-  return detail::unary_op<detail::Save::input>(UnaryOp::clamp, x, HardtanhOp{min_val, max_val}, T(min_val), T(max_val));
+  return detail::unary_op<detail::Save::input>(UnaryOp::clamp, x, HardtanhOp{min_val, max_val}, opmath_t<T>(min_val), opmath_t<T>(max_val));
 }
-template <FloatScalar T> Tensor<T> relu6(const Tensor<T>& x) { return hardtanh(x, 0, 6); }
+template <FloatingScalar T> Tensor<T> relu6(const Tensor<T>& x) { return hardtanh(x, 0, 6); }
 
 /// y = e^x; dx = dy y
 struct ExpOp {
   static constexpr const char* name = "exp";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const { g[0] = dy * y; }
 };
-template <FloatScalar T> Tensor<T> exp(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::exp, x, ExpOp{}); }
+template <FloatingScalar T> Tensor<T> exp(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::exp, x, ExpOp{}); }
 
 /// y = ln x; dx = dy / x
 struct LogOp {
   static constexpr const char* name = "log";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const { g[0] = dy / x; }
 };
-template <FloatScalar T> Tensor<T> log(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::log, x, LogOp{}); }
+template <FloatingScalar T> Tensor<T> log(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::log, x, LogOp{}); }
 
 /// y = sqrt x; dx = dy / (2 y)
 struct SqrtOp {
   static constexpr const char* name = "sqrt";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& y) const { g[0] = dy / (y * T(2)); }
 };
-template <FloatScalar T> Tensor<T> sqrt(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::sqrt, x, SqrtOp{}); }
+template <FloatingScalar T> Tensor<T> sqrt(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::sqrt, x, SqrtOp{}); }
 
 /// y = 1 / sqrt x; dx = -dy y^3 / 2
 struct RsqrtOp {
@@ -162,21 +162,21 @@ struct RsqrtOp {
     g[0] = dy * y.pow(T(3)) * T(-0.5);
   }
 };
-template <FloatScalar T> Tensor<T> rsqrt(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::rsqrt, x, RsqrtOp{}); }
+template <FloatingScalar T> Tensor<T> rsqrt(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::rsqrt, x, RsqrtOp{}); }
 
 /// y = sin x; dx = dy cos x
 struct SinOp {
   static constexpr const char* name = "sin";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const { g[0] = dy * x.cos(); }
 };
-template <FloatScalar T> Tensor<T> sin(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::sin, x, SinOp{}); }
+template <FloatingScalar T> Tensor<T> sin(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::sin, x, SinOp{}); }
 
 /// y = cos x; dx = -dy sin x
 struct CosOp {
   static constexpr const char* name = "cos";
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const { g[0] = -(dy * x.sin()); }
 };
-template <FloatScalar T> Tensor<T> cos(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::cos, x, CosOp{}); }
+template <FloatingScalar T> Tensor<T> cos(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::cos, x, CosOp{}); }
 
 /// y = tanh x; dx = dy (1 - y^2)
 struct TanhOp {
@@ -185,7 +185,7 @@ struct TanhOp {
     g[0] = detail::activation_grad(BinaryOp::tanh_backward, dy, y);
   }
 };
-template <FloatScalar T> Tensor<T> tanh(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::tanh, x, TanhOp{}); }
+template <FloatingScalar T> Tensor<T> tanh(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::tanh, x, TanhOp{}); }
 
 /// y = 1 / (1 + e^-x); dx = dy y (1 - y)
 struct SigmoidOp {
@@ -194,7 +194,7 @@ struct SigmoidOp {
     g[0] = detail::activation_grad(BinaryOp::sigmoid_backward, dy, y);
   }
 };
-template <FloatScalar T> Tensor<T> sigmoid(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::sigmoid, x, SigmoidOp{}); }
+template <FloatingScalar T> Tensor<T> sigmoid(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::sigmoid, x, SigmoidOp{}); }
 
 /// y = max(x, 0); dx = dy (y > 0)
 struct ReluOp {
@@ -203,18 +203,18 @@ struct ReluOp {
     g[0] = detail::activation_grad(BinaryOp::relu_backward, dy, y);
   }
 };
-template <FloatScalar T> Tensor<T> relu(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::relu, x, ReluOp{}); }
+template <FloatingScalar T> Tensor<T> relu(const Tensor<T>& x) { return detail::unary_op<detail::Save::output>(UnaryOp::relu, x, ReluOp{}); }
 
 /// y = x > 0 ? x : slope x
 struct LeakyReluOp {
   static constexpr const char* name = "leaky_relu";
   double slope;
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g, const Tensor<T>& x) const {
-    g[0] = detail::activation_grad(BinaryOp::leaky_relu_backward, dy, x, T(slope));
+    g[0] = detail::activation_grad(BinaryOp::leaky_relu_backward, dy, x, opmath_t<T>(slope));
   }
 };
-template <FloatScalar T> Tensor<T> leaky_relu(const Tensor<T>& x, double slope = 0.01) {
-  return detail::unary_op<detail::Save::input>(UnaryOp::leaky_relu, x, LeakyReluOp{slope}, T(slope));
+template <FloatingScalar T> Tensor<T> leaky_relu(const Tensor<T>& x, double slope = 0.01) {
+  return detail::unary_op<detail::Save::input>(UnaryOp::leaky_relu, x, LeakyReluOp{slope}, opmath_t<T>(slope));
 }
 
 /// y = x Phi(x) (exact, erf-based GELU)
@@ -234,7 +234,7 @@ struct GeluTanhOp {
 /// GELU as PyTorch's gelu(input, approximate): "none" is exact (x Phi(x)),
 /// "tanh" the tanh approximation (GPT-2's; a plan's linear layer takes it as
 /// cuBLASLt's GELU epilogue on CUDA).
-template <FloatScalar T> Tensor<T> gelu(const Tensor<T>& x, std::string_view approximate = "none") {
+template <FloatingScalar T> Tensor<T> gelu(const Tensor<T>& x, std::string_view approximate = "none") {
   if (approximate == "tanh") return detail::unary_op<detail::Save::input>(UnaryOp::gelu_tanh, x, GeluTanhOp{});
   FROST_CHECK(approximate == "none", "frost::gelu: approximate must be \"none\" or \"tanh\", got \"", approximate,
               "\" (input of shape ", x.shape().str(), ")");
@@ -248,7 +248,7 @@ struct SiluOp {
     g[0] = detail::activation_grad(BinaryOp::silu_backward, dy, x);
   }
 };
-template <FloatScalar T> Tensor<T> silu(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::silu, x, SiluOp{}); }
+template <FloatingScalar T> Tensor<T> silu(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::silu, x, SiluOp{}); }
 
 /// y = erf x; dx = dy 2/sqrt(pi) e^(-x^2)
 struct ErfOp {
@@ -257,7 +257,7 @@ struct ErfOp {
     g[0] = dy * (x * x * T(-1)).exp() * T(1.12837916709551257390);
   }
 };
-template <FloatScalar T> Tensor<T> erf(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::erf, x, ErfOp{}); }
+template <FloatingScalar T> Tensor<T> erf(const Tensor<T>& x) { return detail::unary_op<detail::Save::input>(UnaryOp::erf, x, ErfOp{}); }
 
 /// y = min(max(x, lo), hi); dx = dy where lo < x < hi, and 0 at the bounds
 /// themselves (PyTorch 2.15's, pinned by tests/test_kinks.cpp)
@@ -268,7 +268,7 @@ struct ClampOp {
     g[0] = dy * (detail::m01(x) > T(lo)) * (detail::m01(x) < T(hi));
   }
 };
-template <FloatScalar T> Tensor<T> clamp(const Tensor<T>& x, std::type_identity_t<T> lo, std::type_identity_t<T> hi) {
+template <FloatingScalar T> Tensor<T> clamp(const Tensor<T>& x, std::type_identity_t<opmath_t<T>> lo, std::type_identity_t<opmath_t<T>> hi) {
   FROST_CHECK(!(lo > hi), "frost::clamp: lower bound ", lo, " is above upper bound ", hi);
   return detail::unary_op<detail::Save::input>(UnaryOp::clamp, x, ClampOp{double(lo), double(hi)}, lo, hi);
 }
@@ -281,7 +281,7 @@ struct PowScalarOp {
     g[0] = e == 0 ? dy * T(0) : dy * x.pow(T(e - 1)) * T(e);
   }
 };
-template <FloatScalar T> Tensor<T> pow(const Tensor<T>& x, std::type_identity_t<T> e) {
+template <FloatingScalar T> Tensor<T> pow(const Tensor<T>& x, std::type_identity_t<opmath_t<T>> e) {
   return detail::unary_op<detail::Save::input>(UnaryOp::pow_scalar, x, PowScalarOp{double(e)}, e);
 }
 
@@ -295,7 +295,7 @@ struct RpowScalarOp {
     else g[0] = where(detail::m01(y) <= T(1), Tensor<T>::zeros({}, dy.device()), dy * y * T(std::log(c)));
   }
 };
-template <FloatScalar T> Tensor<T> pow(std::type_identity_t<T> c, const Tensor<T>& x) {
+template <FloatingScalar T> Tensor<T> pow(std::type_identity_t<opmath_t<T>> c, const Tensor<T>& x) {
   return detail::unary_op<detail::Save::output>(UnaryOp::rpow_scalar, x, RpowScalarOp{double(c)}, c);
 }
 
@@ -323,37 +323,39 @@ struct RdivScalarOp {
   }
 };
 
-template <FloatScalar T> Tensor<T> operator+(const Tensor<T>& x, std::type_identity_t<T> c) {
-  return detail::unary_op<detail::Save::none>(UnaryOp::add_scalar, x, AddScalarOp{}, c);
+// x + c, x - c and c - x round c to T first, x c and x / c keep it in
+// opmath_t (float for the 16-bit types): PyTorch's CPU kernels do so.
+template <FloatingScalar T> Tensor<T> operator+(const Tensor<T>& x, std::type_identity_t<opmath_t<T>> c) {
+  return detail::unary_op<detail::Save::none>(UnaryOp::add_scalar, x, AddScalarOp{}, opmath_t<T>(T(c)));
 }
-template <FloatScalar T> Tensor<T> operator+(std::type_identity_t<T> c, const Tensor<T>& x) { return x + c; }
-template <FloatScalar T> Tensor<T> operator-(const Tensor<T>& x, std::type_identity_t<T> c) { return x + (-c); }
-template <FloatScalar T> Tensor<T> operator-(std::type_identity_t<T> c, const Tensor<T>& x) {
-  return detail::unary_op<detail::Save::none>(UnaryOp::rsub_scalar, x, RsubScalarOp{}, c);
+template <FloatingScalar T> Tensor<T> operator+(std::type_identity_t<opmath_t<T>> c, const Tensor<T>& x) { return x + c; }
+template <FloatingScalar T> Tensor<T> operator-(const Tensor<T>& x, std::type_identity_t<opmath_t<T>> c) { return x + (-c); }
+template <FloatingScalar T> Tensor<T> operator-(std::type_identity_t<opmath_t<T>> c, const Tensor<T>& x) {
+  return detail::unary_op<detail::Save::none>(UnaryOp::rsub_scalar, x, RsubScalarOp{}, opmath_t<T>(T(c)));
 }
-template <FloatScalar T> Tensor<T> operator*(const Tensor<T>& x, std::type_identity_t<T> c) {
+template <FloatingScalar T> Tensor<T> operator*(const Tensor<T>& x, std::type_identity_t<opmath_t<T>> c) {
   return detail::unary_op<detail::Save::none>(UnaryOp::mul_scalar, x, MulScalarOp{double(c)}, c);
 }
-template <FloatScalar T> Tensor<T> operator*(std::type_identity_t<T> c, const Tensor<T>& x) { return x * c; }
-template <FloatScalar T> Tensor<T> operator/(const Tensor<T>& x, std::type_identity_t<T> c) { return x * (T(1) / c); }
-template <FloatScalar T> Tensor<T> operator/(std::type_identity_t<T> c, const Tensor<T>& x) {
+template <FloatingScalar T> Tensor<T> operator*(std::type_identity_t<opmath_t<T>> c, const Tensor<T>& x) { return x * c; }
+template <FloatingScalar T> Tensor<T> operator/(const Tensor<T>& x, std::type_identity_t<opmath_t<T>> c) { return x * (opmath_t<T>(1) / c); }
+template <FloatingScalar T> Tensor<T> operator/(std::type_identity_t<opmath_t<T>> c, const Tensor<T>& x) {
   auto y = detail::unary_raw(UnaryOp::rdiv_scalar, x, c);
   if (detail::any_requires_grad<T>({&x}))
     detail::record(y, RdivScalarOp{}, {&x}, SavedTensor<T>::input(x), SavedTensor<T>::output(y));
   return y;
 }
-template <FloatScalar T> Tensor<T> operator-(const Tensor<T>& x) { return neg(x); }
+template <FloatingScalar T> Tensor<T> operator-(const Tensor<T>& x) { return neg(x); }
 
 // Comparisons give Tensor<bool>, as PyTorch's, and carry no gradient: the
 // kernel's 0 / 1 in T, cast (a frozen plan folds the cast away where a
 // where() or a product reads it back as T). Against a scalar they remember
 // the caller's line for a jit guard.
 #define FROST_COMPARISON(OPER, NAME)                                                            \
-  template <FloatScalar T> Tensor<bool> operator OPER(const Tensor<T>& a, const Tensor<T>& b) { \
+  template <FloatingScalar T> Tensor<bool> operator OPER(const Tensor<T>& a, const Tensor<T>& b) { \
     return detail::binary_raw(BinaryOp::NAME, a, b).template to<bool>();                        \
   }                                                                                             \
-  template <FloatScalar T>                                                                      \
-  Tensor<bool> operator OPER(const Tensor<T>& a, detail::Located<std::type_identity_t<T>> c) {  \
+  template <FloatingScalar T>                                                                      \
+  Tensor<bool> operator OPER(const Tensor<T>& a, detail::Located<std::type_identity_t<opmath_t<T>>> c) {  \
     auto y = detail::unary_raw(UnaryOp::NAME##_scalar, a, c.value).template to<bool>();         \
     if (detail::tracing()) detail::trace_hooks->note_location(y.data(), c.loc);                \
     return y;                                                                                   \
@@ -432,41 +434,41 @@ struct ExtremumOf2Op {
 using MaximumOp = ExtremumOf2Op<true>;
 using MinimumOp = ExtremumOf2Op<false>;
 
-template <FloatScalar T> Tensor<T> operator+(const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> operator+(const Tensor<T>& a, const Tensor<T>& b) {
   auto y = detail::binary_raw(BinaryOp::add, a, b);
   if (detail::any_requires_grad<T>({&a, &b})) detail::record(y, AddOp{a.shape(), b.shape()}, {&a, &b});
   return y;
 }
-template <FloatScalar T> Tensor<T> operator-(const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> operator-(const Tensor<T>& a, const Tensor<T>& b) {
   auto y = detail::binary_raw(BinaryOp::sub, a, b);
   if (detail::any_requires_grad<T>({&a, &b})) detail::record(y, SubOp{a.shape(), b.shape()}, {&a, &b});
   return y;
 }
-template <FloatScalar T> Tensor<T> operator*(const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> operator*(const Tensor<T>& a, const Tensor<T>& b) {
   auto y = detail::binary_raw(BinaryOp::mul, a, b);
   if (detail::any_requires_grad<T>({&a, &b}))
     detail::record(y, MulOp{}, {&a, &b}, SavedTensor<T>::input(a), SavedTensor<T>::input(b));
   return y;
 }
-template <FloatScalar T> Tensor<T> operator/(const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> operator/(const Tensor<T>& a, const Tensor<T>& b) {
   auto y = detail::binary_raw(BinaryOp::div, a, b);
   if (detail::any_requires_grad<T>({&a, &b}))
     detail::record(y, DivOp{}, {&a, &b}, SavedTensor<T>::input(a), SavedTensor<T>::input(b), SavedTensor<T>::output(y));
   return y;
 }
-template <FloatScalar T> Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b) {
   auto y = detail::binary_raw(BinaryOp::pow, a, b);
   if (detail::any_requires_grad<T>({&a, &b}))
     detail::record(y, PowOp{}, {&a, &b}, SavedTensor<T>::input(a), SavedTensor<T>::input(b), SavedTensor<T>::output(y));
   return y;
 }
-template <FloatScalar T> Tensor<T> maximum(const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> maximum(const Tensor<T>& a, const Tensor<T>& b) {
   auto y = detail::binary_raw(BinaryOp::maximum, a, b);
   if (detail::any_requires_grad<T>({&a, &b}))
     detail::record(y, MaximumOp{}, {&a, &b}, SavedTensor<T>::input(a), SavedTensor<T>::input(b));
   return y;
 }
-template <FloatScalar T> Tensor<T> minimum(const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> minimum(const Tensor<T>& a, const Tensor<T>& b) {
   auto y = detail::binary_raw(BinaryOp::minimum, a, b);
   if (detail::any_requires_grad<T>({&a, &b}))
     detail::record(y, MinimumOp{}, {&a, &b}, SavedTensor<T>::input(a), SavedTensor<T>::input(b));
@@ -484,7 +486,7 @@ struct ActivationBackwardOp {
   double p;
   template <class T> void backward(const Tensor<T>& gg, Grads<T> g, const Tensor<T>& dy, const Tensor<T>& s) const {
     // dy and s may broadcast: sum each gradient back to its input's shape.
-    if (g.needs(0)) g[0] = sum_to(detail::binary_grad(kind, gg, s, T(p)), dy.shape());
+    if (g.needs(0)) g[0] = sum_to(detail::binary_grad(kind, gg, s, opmath_t<T>(p)), dy.shape());
     if (!g.needs(1)) return;
     switch (kind) {
       case BinaryOp::tanh_backward: g[1] = sum_to(gg * dy * s * T(-2), s.shape()); break;
@@ -515,7 +517,7 @@ struct ActivationBackwardOp {
 
 namespace detail {
 template <class T>
-Tensor<T> binary_grad(BinaryOp k, const Tensor<T>& a, const Tensor<T>& b, T p) {
+Tensor<T> binary_grad(BinaryOp k, const Tensor<T>& a, const Tensor<T>& b, opmath_t<T> p) {
   auto y = binary_raw(k, a, b, p);
   if (any_requires_grad<T>({&a, &b}))
     record(y, ActivationBackwardOp{k, double(p)}, {&a, &b}, SavedTensor<T>::input(a), SavedTensor<T>::input(b));
@@ -535,7 +537,7 @@ bool owns_gradient(const Tensor<T>& dy, const Tensor<T>& other) {
 }
 
 template <class T>
-Tensor<T> activation_grad(BinaryOp k, const Tensor<T>& dy, const Tensor<T>& saved, T p) {
+Tensor<T> activation_grad(BinaryOp k, const Tensor<T>& dy, const Tensor<T>& saved, opmath_t<T> p) {
   if (!(owns_gradient(dy, saved) && dy.shape() == saved.shape())) return binary_grad(k, dy, saved, p);
   backend_for<T>(dy.device()).binary(k, dy.view_of(), saved.view_of(), dy.view_of(), p);
   return dy;
@@ -552,7 +554,7 @@ struct WhereOp {
     if (g.needs(1)) g[1] = sum_to(where(c, zero, dy), bs);
   }
 };
-template <FloatScalar T> Tensor<T> where(const Tensor<T>& cond, const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> where(const Tensor<T>& cond, const Tensor<T>& a, const Tensor<T>& b) {
   detail::check_same_device(cond, a, "where");
   detail::check_same_device(a, b, "where");
   const Shape s = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
@@ -565,7 +567,7 @@ template <FloatScalar T> Tensor<T> where(const Tensor<T>& cond, const Tensor<T>&
 }
 
 /// x with `value` where mask != 0 (mask broadcast to x).
-template <FloatScalar T> Tensor<T> masked_fill(const Tensor<T>& x, const Tensor<T>& mask, std::type_identity_t<T> value) {
+template <FloatingScalar T> Tensor<T> masked_fill(const Tensor<T>& x, const Tensor<T>& mask, std::type_identity_t<T> value) {
   detail::check_same_device(x, mask, "masked_fill");
   FROST_CHECK(broadcast_shapes(mask.shape(), x.shape(), "masked_fill") == x.shape(), "frost::masked_fill: mask of shape ",
               mask.shape().str(), " does not broadcast to the input's shape ", x.shape().str());

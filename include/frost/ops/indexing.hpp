@@ -52,7 +52,7 @@ Tensor<T> cat(const std::vector<Tensor<T>>& xs, std::int64_t dim = 0) {
     backend_for<T>(y.device()).copy(xs[i].view_of(), dst);
     off += sizes[i];
   }
-  if constexpr (FloatScalar<T>) {
+  if constexpr (FloatingScalar<T>) {
     bool any = false;
     for (auto& x : xs) any = any || x.requires_grad();
     if (any && is_grad_enabled()) detail::record_n(y, CatOp{d, sizes}, xs);
@@ -146,7 +146,7 @@ Tensor<T> Tensor<T>::scatter_add(std::int64_t dim, const Tensor<std::int64_t>& i
     y = clone();
   }
   backend_for<T>(device()).scatter_add(y.view_of(), d, index.view_of(), src.view_of());
-  if constexpr (FloatScalar<T>)
+  if constexpr (FloatingScalar<T>)
     if (detail::any_requires_grad<T>({this, &src})) detail::record(y, ScatterAddOp{d, src.shape()}, {this, &src}, index);
   return y;
 }
@@ -168,7 +168,7 @@ Tensor<T> Tensor<T>::gather(std::int64_t dim, const Tensor<std::int64_t>& index)
   detail::check_gather_shapes<T>(shape(), d, index.shape(), "gather");
   auto y = Tensor<T>::empty(index.shape(), device());
   backend_for<T>(device()).gather(view_of(), d, index.view_of(), y.view_of());
-  if constexpr (FloatScalar<T>)
+  if constexpr (FloatingScalar<T>)
     if (detail::any_requires_grad<T>({this})) detail::record(y, GatherOp{d, shape()}, {this}, index);
   return y;
 }
@@ -196,7 +196,7 @@ Tensor<T> Tensor<T>::index_select(std::int64_t dim, const Tensor<std::int64_t>& 
   s[d] = idx.numel();
   auto y = Tensor<T>::empty(s, device());
   backend_for<T>(device()).index_select(view_of(), d, idx.view_of(), y.view_of());
-  if constexpr (FloatScalar<T>)
+  if constexpr (FloatingScalar<T>)
     if (detail::any_requires_grad<T>({this})) detail::record(y, IndexSelectOp{d, shape()}, {this}, idx);
   return y;
 }

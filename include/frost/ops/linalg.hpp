@@ -4,9 +4,20 @@
 #pragma once
 #include <cstdint>
 
+#include "../amp/autocast.hpp"
 #include "common.hpp"
 
 namespace frost {
+
+// Under autocast (amp/autocast.hpp) these products of float32 tensors run in
+// the region's 16-bit dtype.
+namespace amp::detail {
+FROST_AUTOCAST_API Tensor<float> autocast_mm(const Tensor<float>& a, const Tensor<float>& b);
+FROST_AUTOCAST_API Tensor<float> autocast_bmm(const Tensor<float>& a, const Tensor<float>& b);
+FROST_AUTOCAST_API Tensor<float> autocast_matmul(const Tensor<float>& a, const Tensor<float>& b);
+FROST_AUTOCAST_API Tensor<float> autocast_addmm(const Tensor<float>& c, const Tensor<float>& a, const Tensor<float>& b,
+                                                double beta, double alpha);
+}  // namespace amp::detail
 
 namespace detail {
 
@@ -76,8 +87,10 @@ struct MmOp {
   }
 };
 
-template <FloatScalar T> Tensor<T> mm(const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> mm(const Tensor<T>& a, const Tensor<T>& b) {
   detail::check_same_device(a, b, "mm");
+  if constexpr (std::is_same_v<T, float>)
+    if (amp::detail::autocast_on(a.device())) return amp::detail::autocast_mm(a, b);
   FROST_CHECK(a.dim() == 2 && b.dim() == 2, "frost::mm: expects 2-D tensors, got shapes ", a.shape().str(), " and ",
               b.shape().str());
   FROST_CHECK(a.shape()[1] == b.shape()[0], "frost::mm: shapes ", a.shape().str(), " and ", b.shape().str(),
@@ -98,8 +111,10 @@ struct BmmOp {
   }
 };
 
-template <FloatScalar T> Tensor<T> bmm(const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> bmm(const Tensor<T>& a, const Tensor<T>& b) {
   detail::check_same_device(a, b, "bmm");
+  if constexpr (std::is_same_v<T, float>)
+    if (amp::detail::autocast_on(a.device())) return amp::detail::autocast_bmm(a, b);
   FROST_CHECK(a.dim() == 3 && b.dim() == 3, "frost::bmm: expects 3-D tensors, got shapes ", a.shape().str(), " and ",
               b.shape().str());
   FROST_CHECK(a.shape()[0] == b.shape()[0] && a.shape()[2] == b.shape()[1], "frost::bmm: shapes ", a.shape().str(),
@@ -113,8 +128,10 @@ template <FloatScalar T> Tensor<T> bmm(const Tensor<T>& a, const Tensor<T>& b) {
 
 /// NumPy matmul: dot for 1-D x 1-D, matrix-vector, and batched products with
 /// broadcast batch dims.
-template <FloatScalar T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
   detail::check_same_device(a, b, "matmul");
+  if constexpr (std::is_same_v<T, float>)
+    if (amp::detail::autocast_on(a.device())) return amp::detail::autocast_matmul(a, b);
   const int na = a.dim(), nb = b.dim();
   FROST_CHECK(na >= 1 && nb >= 1, "frost::matmul: both arguments need at least 1 dim, got shapes ", a.shape().str(),
               " and ", b.shape().str());
@@ -165,7 +182,7 @@ template <FloatScalar T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b
 }
 
 /// Outer product of two vectors.
-template <FloatScalar T> Tensor<T> outer(const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> outer(const Tensor<T>& a, const Tensor<T>& b) {
   detail::check_same_device(a, b, "outer");
   FROST_CHECK(a.dim() == 1 && b.dim() == 1, "frost::outer: expects 1-D tensors, got shapes ", a.shape().str(), " and ",
               b.shape().str());
@@ -185,10 +202,12 @@ struct AddmmOp {
   }
 };
 
-template <FloatScalar T> Tensor<T> addmm(const Tensor<T>& c, const Tensor<T>& a, const Tensor<T>& b,
+template <FloatingScalar T> Tensor<T> addmm(const Tensor<T>& c, const Tensor<T>& a, const Tensor<T>& b,
                                          std::type_identity_t<T> beta = 1, std::type_identity_t<T> alpha = 1) {
   detail::check_same_device(a, b, "addmm");
   detail::check_same_device(c, a, "addmm");
+  if constexpr (std::is_same_v<T, float>)
+    if (amp::detail::autocast_on(a.device())) return amp::detail::autocast_addmm(c, a, b, double(beta), double(alpha));
   FROST_CHECK(a.dim() == 2 && b.dim() == 2 && a.shape()[1] == b.shape()[0], "frost::addmm: shapes ", a.shape().str(),
               " and ", b.shape().str(), " cannot be multiplied (expected [m, k] and [k, n])");
   const Shape s{a.shape()[0], b.shape()[1]};

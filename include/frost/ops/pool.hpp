@@ -217,7 +217,7 @@ ValuesIndices<T> max_pool2d_entry(const Tensor<T>& input, Pair kernel_size, cons
 
 /// Max pooling with PyTorch's indices: each is the flat position (h W + w) of
 /// its window's max in the input plane.
-template <FloatScalar T>
+template <FloatingScalar T>
 ValuesIndices<T> max_pool2d_with_indices(const Tensor<T>& input, Pair kernel_size, const MaxPool2dOptions& options = {}) {
   return detail::max_pool2d_entry(input, kernel_size, options, true);
 }
@@ -227,13 +227,13 @@ ValuesIndices<T> max_pool2d_with_indices(const Tensor<T>& input, Pair kernel_siz
 /// auto y = frost::max_pool2d(x, 2);                        // 2x2 windows, stride 2
 /// auto z = frost::max_pool2d(x, 3, {.stride = 1, .padding = 1});
 /// \endcode
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> max_pool2d(const Tensor<T>& input, Pair kernel_size, const MaxPool2dOptions& options = {}) {
   return detail::max_pool2d_entry(input, kernel_size, options, false).values;
 }
 
 /// Mean over kernel_size windows of x [N, C, H, W] (or [C, H, W]).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> avg_pool2d(const Tensor<T>& input, Pair kernel_size, const AvgPool2dOptions& options = {}) {
   detail::check_pool_input("avg_pool2d", input);
   FROST_CHECK(!options.divisor_override || *options.divisor_override != 0,
@@ -251,7 +251,7 @@ Tensor<T> avg_pool2d(const Tensor<T>& input, Pair kernel_size, const AvgPool2dOp
 /// Mean over PyTorch's adaptive bins to an output of output_size (H', W'):
 /// bin i of a dim spans [floor(i H / H'), ceil((i + 1) H / H')). Equal bins
 /// run as avg_pool2d; others as products with the bins' averaging matrices.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> adaptive_avg_pool2d(const Tensor<T>& input, Pair output_size) {
   detail::check_pool_input("adaptive_avg_pool2d", input);
   const std::int64_t H = input.shape()[input.dim() - 2], W = input.shape()[input.dim() - 1];

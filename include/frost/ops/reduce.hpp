@@ -101,7 +101,7 @@ struct SumOp {
   template <class T> void backward(const Tensor<T>& dy, Grads<T> g) const { g[0] = dy.reshape(keep).expand(in); }
 };
 
-template <FloatScalar T> Tensor<T> sum(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
+template <FloatingScalar T> Tensor<T> sum(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
   detail::check_defined(x, "sum");
   const Shape red = detail::reduction_dims(dims, x.dim(), "sum");
   // Squeeze before recording, so the result's grad_fn is sum itself.
@@ -110,7 +110,7 @@ template <FloatScalar T> Tensor<T> sum(const Tensor<T>& x, const Shape& dims, bo
     detail::record(y, SumOp{x.shape(), detail::keepdim_shape(x.shape(), red)}, {&x});
   return y;
 }
-template <FloatScalar T> Tensor<T> sum(const Tensor<T>& x) { return sum(x, Shape{}, false); }
+template <FloatingScalar T> Tensor<T> sum(const Tensor<T>& x) { return sum(x, Shape{}, false); }
 
 /// `x` summed down to `shape` (the inverse of broadcasting), used by backward rules.
 template <class T>
@@ -124,16 +124,16 @@ Tensor<T> sum_to(const Tensor<T>& x, const Shape& shape) {
   return sum(x, dims, true).reshape(shape);
 }
 
-template <FloatScalar T> Tensor<T> mean(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
+template <FloatingScalar T> Tensor<T> mean(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
   detail::check_defined(x, "mean");
   const Shape red = detail::reduction_dims(dims, x.dim(), "mean");
   std::int64_t n = 1;
   for (auto d : red) n *= x.shape()[static_cast<int>(d)];
   return sum(x, red, keepdim) * (T(1) / T(n));
 }
-template <FloatScalar T> Tensor<T> mean(const Tensor<T>& x) { return mean(x, Shape{}, false); }
+template <FloatingScalar T> Tensor<T> mean(const Tensor<T>& x) { return mean(x, Shape{}, false); }
 
-template <FloatScalar T> Tensor<T> var(const Tensor<T>& x, const Shape& dims, bool unbiased = true, bool keepdim = false) {
+template <FloatingScalar T> Tensor<T> var(const Tensor<T>& x, const Shape& dims, bool unbiased = true, bool keepdim = false) {
   detail::check_defined(x, "var");
   const Shape red = detail::reduction_dims(dims, x.dim(), "var");
   std::int64_t n = 1;
@@ -154,7 +154,7 @@ struct StdOp {
     g[0] = where(zero, Tensor<T>::zeros({}, y.device()), dy / (safe * T(2)));
   }
 };
-template <FloatScalar T> Tensor<T> std(const Tensor<T>& x, const Shape& dims, bool unbiased = true, bool keepdim = false) {
+template <FloatingScalar T> Tensor<T> std(const Tensor<T>& x, const Shape& dims, bool unbiased = true, bool keepdim = false) {
   const auto v = var(x, dims, unbiased, keepdim);
   auto y = detail::unary_raw(UnaryOp::sqrt, v);
   if (detail::any_requires_grad<T>({&v})) detail::record(y, StdOp{}, {&v}, SavedTensor<T>::output(y));
@@ -185,7 +185,7 @@ struct ProdOp {
     g[0] = dy.reshape(keep) * ((m01(zeros) == T(0)) * others + (m01(zeros) == T(1)) * one_zero + (m01(zeros) == T(2)) * two_zeros);
   }
 };
-template <FloatScalar T> Tensor<T> prod(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
+template <FloatingScalar T> Tensor<T> prod(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
   detail::check_defined(x, "prod");
   const Shape red = detail::reduction_dims(dims, x.dim(), "prod");
   auto y = detail::squeeze_fresh(detail::reduce_raw(ReduceOp::prod, x, red, "prod"), x.shape(), red, keepdim);
@@ -212,13 +212,13 @@ Tensor<T> extremum_all(const Tensor<T>& x, ReduceOp op, const char* name) {
               "); the result would have no value");
   const Shape red = reduction_dims(Shape{}, x.dim(), name);
   auto y = squeeze_fresh(reduce_raw(op, x, red, name), x.shape(), red, false);
-  if constexpr (FloatScalar<T>)
+  if constexpr (FloatingScalar<T>)
     if (any_requires_grad<T>({&x})) record(y, ExtremumOp{}, {&x}, SavedTensor<T>::input(x), SavedTensor<T>::output(y));
   return y;
 }
 }  // namespace detail
-template <FloatScalar T> Tensor<T> max(const Tensor<T>& x) { return detail::extremum_all(x, ReduceOp::max, "max"); }
-template <FloatScalar T> Tensor<T> min(const Tensor<T>& x) { return detail::extremum_all(x, ReduceOp::min, "min"); }
+template <FloatingScalar T> Tensor<T> max(const Tensor<T>& x) { return detail::extremum_all(x, ReduceOp::max, "max"); }
+template <FloatingScalar T> Tensor<T> min(const Tensor<T>& x) { return detail::extremum_all(x, ReduceOp::min, "min"); }
 
 /// Values and indices along one dim; values get the gradient at the indices.
 template <class T>
@@ -303,7 +303,7 @@ struct NormPOp {
   }
 };
 
-template <FloatScalar T> Tensor<T> norm(const Tensor<T>& x, double p, const Shape& dims, bool keepdim = false) {
+template <FloatingScalar T> Tensor<T> norm(const Tensor<T>& x, double p, const Shape& dims, bool keepdim = false) {
   detail::check_defined(x, "norm");
   if (p == 2) {
     const Shape red = detail::reduction_dims(dims, x.dim(), "norm");
@@ -335,7 +335,7 @@ template <FloatScalar T> Tensor<T> norm(const Tensor<T>& x, double p, const Shap
   return y;
 }
 
-template <FloatScalar T> Tensor<T> logsumexp(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
+template <FloatingScalar T> Tensor<T> logsumexp(const Tensor<T>& x, const Shape& dims, bool keepdim = false) {
   detail::check_defined(x, "logsumexp");
   const Shape red = detail::reduction_dims(dims, x.dim(), "logsumexp");
   // Shift by the (constant) max for stability; the shift cancels in the gradient.
@@ -394,10 +394,10 @@ Tensor<T> softmax_op(const Tensor<T>& x, std::int64_t dim, bool log) {
 }
 }  // namespace detail
 
-template <FloatScalar T> Tensor<T> softmax(const Tensor<T>& x, std::int64_t dim) {
+template <FloatingScalar T> Tensor<T> softmax(const Tensor<T>& x, std::int64_t dim) {
   return detail::softmax_op<SoftmaxOp>(x, dim, false);
 }
-template <FloatScalar T> Tensor<T> log_softmax(const Tensor<T>& x, std::int64_t dim) {
+template <FloatingScalar T> Tensor<T> log_softmax(const Tensor<T>& x, std::int64_t dim) {
   return detail::softmax_op<LogSoftmaxOp>(x, dim, true);
 }
 

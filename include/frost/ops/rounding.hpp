@@ -43,26 +43,26 @@ Tensor<T> remainder_op(const Tensor<T>& a, const Tensor<T>& b) {
 }  // namespace detail
 
 /// a / b rounded: "trunc" toward zero, "floor" toward -inf (Python's //).
-template <FloatScalar T> Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b, std::string_view rounding_mode) {
+template <FloatingScalar T> Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b, std::string_view rounding_mode) {
   FROST_CHECK(rounding_mode == "trunc" || rounding_mode == "floor", "frost::div: rounding_mode must be \"trunc\" or ",
               "\"floor\", got \"", rounding_mode, "\" (true division is a / b)");
   auto y = detail::binary_raw(rounding_mode == "trunc" ? BinaryOp::trunc_divide : BinaryOp::floor_divide, a, b);
   if (detail::any_requires_grad<T>({&a, &b})) detail::record(y, RoundedDivOp{a.shape(), b.shape()}, {&a, &b});
   return y;
 }
-template <FloatScalar T> Tensor<T> floor_divide(const Tensor<T>& a, const Tensor<T>& b) { return div(a, b, "floor"); }
-template <FloatScalar T> Tensor<T> remainder(const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> floor_divide(const Tensor<T>& a, const Tensor<T>& b) { return div(a, b, "floor"); }
+template <FloatingScalar T> Tensor<T> remainder(const Tensor<T>& a, const Tensor<T>& b) {
   return detail::remainder_op<BinaryOp::remainder>(a, b);
 }
-template <FloatScalar T> Tensor<T> fmod(const Tensor<T>& a, const Tensor<T>& b) {
+template <FloatingScalar T> Tensor<T> fmod(const Tensor<T>& a, const Tensor<T>& b) {
   return detail::remainder_op<BinaryOp::fmod>(a, b);
 }
-template <FloatScalar T> Tensor<T> remainder(const Tensor<T>& a, std::type_identity_t<T> b) {
+template <FloatingScalar T> Tensor<T> remainder(const Tensor<T>& a, std::type_identity_t<T> b) {
   return remainder(a, Tensor<T>::full({}, b, a.device()));
 }
-template <FloatScalar T> Tensor<T> fmod(const Tensor<T>& a, std::type_identity_t<T> b) {
+template <FloatingScalar T> Tensor<T> fmod(const Tensor<T>& a, std::type_identity_t<T> b) {
   return fmod(a, Tensor<T>::full({}, b, a.device()));
 }
-template <FloatScalar T> Tensor<T> operator%(const Tensor<T>& a, const Tensor<T>& b) { return remainder(a, b); }
+template <FloatingScalar T> Tensor<T> operator%(const Tensor<T>& a, const Tensor<T>& b) { return remainder(a, b); }
 
 }  // namespace frost

@@ -46,7 +46,7 @@ Tensor<T> Tensor<T>::to(Device d) const {
     const Tensor<T> c = contiguous();
     backend_for<T>(d).copy_from_host(c.data(), y.data(), c.numel());
   }
-  if constexpr (FloatScalar<T>)
+  if constexpr (FloatingScalar<T>)
     if (detail::any_requires_grad<T>({this})) detail::record(y, ToDeviceOp{from}, {this});
   return y;
 }

@@ -246,7 +246,7 @@ Tensor<T> Tensor<T>::expand(const Shape& to_in) const {
   }
   if (to == shape()) return *this;
   auto y = detail::alias(*this, to, st, storage_offset());
-  if constexpr (FloatScalar<T>)  // ExpandOp's backward sums: float only (int64 index tensors expand too)
+  if constexpr (FloatingScalar<T>)  // ExpandOp's backward sums: float only (int64 index tensors expand too)
     if (detail::any_requires_grad<T>({this})) detail::record(y, ExpandOp{shape()}, {this});
   return y;
 }
@@ -344,7 +344,7 @@ Tensor<T> Tensor<T>::clone() const {
   detail::check_defined(*this, "clone");
   auto y = Tensor<T>::empty(shape(), device());
   backend_for<T>(device()).copy(view_of(), y.view_of());
-  if constexpr (FloatScalar<T>)
+  if constexpr (FloatingScalar<T>)
     if (detail::any_requires_grad<T>({this})) detail::record(y, CopyOp{}, {this});
   return y;
 }

@@ -30,18 +30,18 @@
 namespace frost {
 
 template <class T>
-struct CpuBackend final : Backend<T> {
+struct CpuBackend : Backend<T> {
   using Backend<T>::math_unsupported;
   using Backend<T>::check_int_kernel;
   Device device() const override { return Device::cpu(); }
   DeviceAllocator* allocator() override { return nullptr; }  // CPU storages use the pooled host allocator
 
-  void unary(UnaryOp op, const View<const T>& x, const View<T>& y, T p0, T p1) override {
+  void unary(UnaryOp op, const View<const T>& x, const View<T>& y, opmath_t<T> p0, opmath_t<T> p1) override {
     if constexpr (std::is_integral_v<T>) check_int_kernel(op);
     if constexpr (FloatScalar<T> || std::is_integral_v<T>) cpu::unary(op, x, y, p0, p1);
     else math_unsupported(op_name(op));
   }
-  void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, T p) override {
+  void binary(BinaryOp op, const View<const T>& a, const View<const T>& b, const View<T>& y, opmath_t<T> p) override {
     if constexpr (std::is_integral_v<T>) check_int_kernel(op);
     if constexpr (FloatScalar<T> || std::is_integral_v<T>) cpu::binary(op, a, b, y, p);
     else math_unsupported(op_name(op));
@@ -229,10 +229,21 @@ struct CpuBackend final : Backend<T> {
   }
 };
 
+}  // namespace frost
+
+#include "widened.hpp"
+
+namespace frost {
+
 template <class T>
 Backend<T>& cpu_backend() {
-  static CpuBackend<T> b;
-  return b;
+  if constexpr (HalfScalar<T>) {
+    static WidenedCpuBackend<T> b;
+    return b;
+  } else {
+    static CpuBackend<T> b;
+    return b;
+  }
 }
 
 }  // namespace frost

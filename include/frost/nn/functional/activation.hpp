@@ -8,33 +8,33 @@
 namespace frost::nn::functional {
 
 /// relu6(x + 3) / 6. The gradient is 1/6 strictly between -3 and 3.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> hardsigmoid(const Tensor<T>& x) {
   return hardtanh(x + T(3), 0, 6) * T(1.0 / 6);
 }
 
 /// x hardsigmoid(x). The product rule gives PyTorch 2.15's gradient at
 /// x = -3 and x = 3 too (0 and 1; tests/test_kinks.cpp).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> hardswish(const Tensor<T>& x) {
   return x * hardsigmoid(x);
 }
 
 /// x tanh(softplus(x))
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> mish(const Tensor<T>& x) {
   return x * softplus(x).tanh();
 }
 
 /// scale elu(x, alpha) with the self-normalising constants.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> selu(const Tensor<T>& x) {
   constexpr double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
   return elu(x, alpha) * T(scale);
 }
 
 /// log(sigmoid(x)) = -softplus(-x), without overflow for large |x|.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> logsigmoid(const Tensor<T>& x) {
   return -softplus(-x);
 }
@@ -43,7 +43,7 @@ Tensor<T> logsigmoid(const Tensor<T>& x) {
 /// channel (dim 1 of x, PyTorch's layout). At x = 0 exactly the slope is
 /// the weight, with no derivative in the weight (PyTorch's); one weight
 /// broadcasts as a scalar, so a 0-dim input gives a 0-dim output.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> prelu(const Tensor<T>& x, const Tensor<T>& weight) {
   frost::detail::check_same_device(x, weight, "nn::functional::prelu");
   FROST_CHECK(weight.dim() <= 1, "frost::nn::functional::prelu: weight must be 1-D or a scalar, got ", weight.shape().str());

@@ -25,7 +25,11 @@ struct ScaledDotProductAttentionOptions {
   Generator* generator = nullptr;  ///< for the dropout mask (default: this thread's generator)
 };
 
+// Under autocast (amp/autocast.hpp) attention over float32 tensors runs in
+// the region's 16-bit dtype, as one op (defined below).
 namespace detail {
+FROST_AUTOCAST_API Tensor<float> autocast_sdpa(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
+                                               const ScaledDotProductAttentionOptions<float>& o);
 
 /// Whether `m` broadcasts to `s` (numpy rules, m may have fewer dims).
 inline bool broadcasts_to(const Shape& m, const Shape& s) {
@@ -71,11 +75,13 @@ std::pair<Tensor<T>, Tensor<T>> attention(const Tensor<T>& q, const Tensor<T>& k
 /// \code
 /// auto y = F::scaled_dot_product_attention(q, k, v, {.is_causal = true});
 /// \endcode
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> scaled_dot_product_attention(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
                                        const ScaledDotProductAttentionOptions<T>& o = {}) {
   frost::detail::check_same_device(query, key, "scaled_dot_product_attention");
   frost::detail::check_same_device(query, value, "scaled_dot_product_attention");
+  if constexpr (std::is_same_v<T, float>)
+    if (amp::detail::autocast_on(query.device())) return detail::autocast_sdpa(query, key, value, o);
   FROST_CHECK(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2 && query.size(-1) == key.size(-1) &&
                   key.size(-2) == value.size(-2),
               "frost::nn::functional::scaled_dot_product_attention: expects query [..., L, E], key [..., S, E] and "
@@ -91,5 +97,19 @@ Tensor<T> scaled_dot_product_attention(const Tensor<T>& query, const Tensor<T>& 
   return detail::attention(query, key, value, mask, scale, o.dropout_p, o.generator, "nn::functional::scaled_dot_product_attention")
       .first;
 }
+
+#ifdef FROST_AUTOCAST_DEFINITIONS
+namespace detail {
+FROST_AUTOCAST_API Tensor<float> autocast_sdpa(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
+                                               const ScaledDotProductAttentionOptions<float>& o) {
+  auto f = [&](const auto& q16, const auto& k16, const auto& v16, const auto& mask16) {
+    using H = typename std::decay_t<decltype(q16)>::value_type;
+    const ScaledDotProductAttentionOptions<H> o16{mask16, o.dropout_p, o.is_causal, o.scale, o.generator};
+    return scaled_dot_product_attention(q16, k16, v16, o16);
+  };
+  return amp::detail::run_lowered(q.device(), f, q, k, v, o.attn_mask);
+}
+}  // namespace detail
+#endif
 
 }  // namespace frost::nn::functional

@@ -43,7 +43,7 @@ Tensor<T> apply_dropout(const Tensor<T>& input, const Shape& mask_shape, double 
 /// 1 / (1 - p) (torch.nn.functional.dropout); the identity when not
 /// `training` or p == 0. The mask comes from `gen` (default: this thread's
 /// generator, see frost::manual_seed).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> dropout(const Tensor<T>& input, double p = 0.5, bool training = true, Generator* gen = nullptr) {
   frost::detail::check_defined(input, "dropout");
   return detail::apply_dropout(input, input.shape(), p, training, gen, "dropout");
@@ -52,7 +52,7 @@ Tensor<T> dropout(const Tensor<T>& input, double p = 0.5, bool training = true, 
 /// Zeroes whole channels of [N, C, H, W] (or unbatched [C, H, W]) with
 /// probability `p` and scales the kept ones by 1 / (1 - p)
 /// (torch.nn.functional.dropout2d).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> dropout2d(const Tensor<T>& input, double p = 0.5, bool training = true, Generator* gen = nullptr) {
   frost::detail::check_defined(input, "dropout2d");
   FROST_CHECK(input.dim() == 3 || input.dim() == 4,

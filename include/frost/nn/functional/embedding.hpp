@@ -52,7 +52,7 @@ void renorm_rows(const Tensor<T>& weight, const std::vector<std::int64_t>& rows,
   w.copy_(w.scatter_add(0, idx.view({n, 1}).expand({n, dim}), delta));
 }
 
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> embedding(const IndexTensor& indices, const Tensor<T>& weight,
                     std::optional<std::int64_t> padding_idx = std::nullopt,
                     std::optional<double> max_norm = std::nullopt, double norm_type = 2.0) {

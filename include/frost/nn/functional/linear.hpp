@@ -7,8 +7,14 @@
 
 namespace frost::nn::functional {
 
+// Under autocast (amp/autocast.hpp) linear of float32 tensors runs in the
+// region's 16-bit dtype (defined below).
+namespace detail {
+FROST_AUTOCAST_API Tensor<float> autocast_linear(const Tensor<float>& x, const Tensor<float>& w, const Tensor<float>& b);
+}  // namespace detail
+
 /// y = x W^T + b for x of shape [*, in], W [out, in], b [out] (or undefined).
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias = {}) {
   frost::detail::check_same_device(x, weight, "linear");
   if (bias.defined()) frost::detail::check_same_device(x, bias, "linear (bias)");
@@ -20,6 +26,8 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
   FROST_CHECK(!bias.defined() || (bias.dim() == 1 && bias.shape()[0] == weight.shape()[0]),
               "frost::nn::functional::linear: bias of shape ", bias.defined() ? bias.shape().str() : "",
               " does not match out_features = ", weight.shape()[0]);
+  if constexpr (std::is_same_v<T, float>)
+    if (amp::detail::autocast_on(x.device())) return detail::autocast_linear(x, weight, bias);
   if (x.dim() == 2) {
     // A trace records one linear node (freeze fuses, folds and packs it) when
     // the operands are GEMM-ready as they are.
@@ -40,7 +48,7 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
 }
 
 /// y[n, o] = x1[n] . W[o] . x2[n] + b[o]; W [out, in1, in2].
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> bilinear(const Tensor<T>& x1, const Tensor<T>& x2, const Tensor<T>& weight, const Tensor<T>& bias = {}) {
   frost::detail::check_same_device(x1, x2, "bilinear");
   frost::detail::check_same_device(x1, weight, "bilinear (weight)");
@@ -62,5 +70,14 @@ Tensor<T> bilinear(const Tensor<T>& x1, const Tensor<T>& x2, const Tensor<T>& we
   if (bias.defined()) y = y + bias;
   return y.reshape(lead);
 }
+
+#ifdef FROST_AUTOCAST_DEFINITIONS
+namespace detail {
+FROST_AUTOCAST_API Tensor<float> autocast_linear(const Tensor<float>& x, const Tensor<float>& w, const Tensor<float>& b) {
+  return amp::detail::run_lowered(
+      x.device(), [](const auto& i, const auto& k, const auto& c) { return linear(i, k, c); }, x, w, b);
+}
+}  // namespace detail
+#endif
 
 }  // namespace frost::nn::functional

@@ -195,6 +195,14 @@ struct Moments {
 template <class Op, class T>
 Tensor<T> normalize(const Tensor<T>& x, const Shape& red, const Tensor<T>& w, const Tensor<T>& b, Shape affine,
                     double eps, Moments<T>* moments = nullptr) {
+  if constexpr (HalfScalar<T>) {
+    // 16 bits: the whole normalization in float, rounded once at the end (as
+    // PyTorch's fused kernels), not every step of the composite rounded.
+    if (!moments) {
+      const auto wide = [](const Tensor<T>& t) { return t.defined() ? t.template to<float>() : Tensor<float>(); };
+      return normalize<Op, float>(wide(x), red, wide(w), wide(b), affine, eps).template to<T>();
+    }
+  }
   const Shape keep = frost::detail::keepdim_shape(x.shape(), red);
   std::int64_t n = 1;
   for (auto d : red) n *= x.shape()[static_cast<int>(d)];
@@ -257,7 +265,7 @@ void check_per_channel(const Tensor<T>& p, const Tensor<T>& input, std::int64_t 
 /// with the unbiased batch variance (normalization itself uses the biased
 /// one). Modules that want PyTorch's cumulative average (momentum=None) pass
 /// 1 / num_batches_tracked as `momentum`.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> batch_norm(const Tensor<T>& input, const Tensor<T>& running_mean, const Tensor<T>& running_var,
                      const Tensor<T>& weight = {}, const Tensor<T>& bias = {}, bool training = false,
                      double momentum = 0.1, double eps = 1e-5) {
@@ -326,7 +334,7 @@ Tensor<T> batch_norm(const Tensor<T>& input, const Tensor<T>& running_mean, cons
 /// Layer normalization over the trailing dims `normalized_shape`
 /// (torch.nn.functional.layer_norm); weight and bias, when given, have shape
 /// `normalized_shape` and apply elementwise.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> layer_norm(const Tensor<T>& input, const Shape& normalized_shape, const Tensor<T>& weight = {},
                      const Tensor<T>& bias = {}, double eps = 1e-5) {
   frost::detail::check_defined(input, "layer_norm");
@@ -352,7 +360,7 @@ Tensor<T> layer_norm(const Tensor<T>& input, const Shape& normalized_shape, cons
 /// Group normalization (torch.nn.functional.group_norm): the C channels of
 /// [N, C, *] are split into `num_groups` groups, each normalized over its
 /// channels and spatial positions; weight and bias are per channel.
-template <FloatScalar T>
+template <FloatingScalar T>
 Tensor<T> group_norm(const Tensor<T>& input, std::int64_t num_groups, const Tensor<T>& weight = {},
                      const Tensor<T>& bias = {}, double eps = 1e-5) {
   frost::detail::check_defined(input, "group_norm");
