@@ -12,6 +12,7 @@
 // ones again (they are extern there: src/cpu_kernels_half.cpp).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "gemm_bf16.hpp"
@@ -44,11 +45,12 @@ class Wide {
         const std::int64_t ext = (shape[d] - 1) * strides[d];
         (ext < 0 ? lo : hi) += ext;
       }
-    buf_.resize(static_cast<std::size_t>(hi - lo));
-    base_ = buf_.data() - lo;
+    // Uninitialized: an output the kernel writes whole is not zeroed first.
+    buf_ = std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(hi - lo));
+    base_ = buf_.get() - lo;
     if (read) {
       const H* src = data + lo;
-      float* dst = buf_.data();
+      float* dst = buf_.get();
       parallel_for(hi - lo, kParallelGrain, [&](std::int64_t b, std::int64_t e) {
         for (std::int64_t i = b; i < e; ++i) dst[i] = static_cast<float>(src[i]);
       });
@@ -68,7 +70,7 @@ class Wide {
 
  private:
   Shape shape_, strides_;
-  std::vector<float> buf_;
+  std::unique_ptr<float[]> buf_;
   float* base_ = nullptr;
 };
 
